@@ -1,0 +1,66 @@
+"""The embedding provider protocol shared by the local model and the remote APIs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+class EmbeddingError(Exception):
+    """An embedding request failed; the message names the provider and never holds a secret."""
+
+
+class ProviderUnavailable(EmbeddingError):
+    """The provider cannot be used at all (no model file, no key, library missing)."""
+
+
+@runtime_checkable
+class EmbeddingProvider(Protocol):
+    """Turns text into unit-length float32 vectors.
+
+    ``provider_key`` fingerprints everything besides id and model that changes the vectors
+    (endpoint, requested dimensions, model file hash); it never contains a secret.
+    ``max_input_tokens`` / ``max_input_bytes`` bound a single input: the chunker re-splits
+    anything larger. ``dims`` may be 0 until the first call for remote providers.
+    """
+
+    id: str
+    model: str
+    provider_key: str
+    dims: int
+    max_input_tokens: int
+    max_input_bytes: int
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One query vector, shape (dims,). Fast-fails: a search falls back to keywords."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Document vectors, shape (len(texts), dims), in input order."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
+    v = np.asarray(vectors, dtype=np.float32)
+    if v.ndim == 1:
+        n = float(np.linalg.norm(v))
+        return v / n if n > 0 else v
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (v / norms).astype(np.float32)
+
+
+def check_vectors(provider: str, vectors: np.ndarray, count: int, dims: int = 0) -> np.ndarray:
+    """Validate a provider's answer: count, dimensions and finite numbers."""
+    if vectors.ndim != 2 or vectors.shape[0] != count:
+        raise EmbeddingError(f"{provider}: expected {count} vectors, got shape {vectors.shape}")
+    if dims and vectors.shape[1] != dims:
+        raise EmbeddingError(f"{provider}: expected {dims} dimensions, got {vectors.shape[1]}")
+    if not np.isfinite(vectors).all():
+        raise EmbeddingError(f"{provider}: response holds non-finite numbers")
+    return normalize(vectors)
