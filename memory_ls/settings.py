@@ -92,6 +92,9 @@ class RemoteSettings:
     retries: int = 3
     backoff_min_ms: int = 500
     backoff_max_ms: int = 8000
+    # Largest single input in tokens; 0: the provider's own limit (512 for Ollama and
+    # OpenAI-compatible servers, whose models vary). Feeds the chunker's size limits.
+    max_input_tokens: int = 0
 
 
 @dataclass

@@ -1,0 +1,116 @@
+"""Line-based chunking with overlap that keeps exact 1-based line ranges.
+
+Sizes are in estimated tokens (about 4 characters of Latin text, one CJK character each), so a
+Chinese note does not blow past a model's input limit the way a character budget would.
+A line longer than the budget is split into pieces that all carry that line's number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    start_line: int  # 1-based, inclusive, in the original file
+    end_line: int
+    text: str
+    hash: str
+
+
+@dataclass(frozen=True)
+class ChunkLimits:
+    tokens: int = 400
+    overlap: int = 80
+    max_bytes: int = 0  # 0: no byte limit besides the token budget
+
+    @staticmethod
+    def for_model(tokens: int, overlap: int, max_tokens: int = 0, max_bytes: int = 0) -> ChunkLimits:
+        """The settings' budget, shrunk to what the embedding model accepts."""
+        if max_tokens and tokens > max_tokens:
+            overlap = min(overlap, max_tokens // 5)
+            tokens = max_tokens
+        return ChunkLimits(tokens, min(overlap, tokens // 2), max_bytes)
+
+
+def estimate_tokens(text: str) -> int:
+    cjk = len(_CJK.findall(text)) if not text.isascii() else 0
+    return cjk + (len(text) - cjk + 3) // 4
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _split_long(line: str, limits: ChunkLimits) -> list[str]:
+    """Cut one over-long line into pieces within the budget (at spaces where possible)."""
+    pieces: list[str] = []
+    rest = line
+    while rest:
+        # Binary search the longest prefix that fits; lines can be megabytes long.
+        # No piece can hold more than ~4 characters per token, which bounds the search.
+        lo, hi = 1, min(len(rest), limits.tokens * 4 + 4)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if _fits(rest[:mid], limits):
+                lo = mid
+            else:
+                hi = mid - 1
+        cut = lo
+        if cut < len(rest):
+            space = rest.rfind(" ", cut // 2, cut)
+            if space > 0:
+                cut = space + 1
+        pieces.append(rest[:cut])
+        rest = rest[cut:]
+    return pieces
+
+
+def _fits(text: str, limits: ChunkLimits) -> bool:
+    if limits.max_bytes and len(text.encode("utf-8", "surrogatepass")) > limits.max_bytes:
+        return False
+    return estimate_tokens(text) <= limits.tokens
+
+
+def chunk_lines(lines: list[str], limits: ChunkLimits, line_numbers: list[int] | None = None) -> list[Chunk]:
+    """Chunks over ``lines`` (no trailing newlines); ``line_numbers`` maps to original lines."""
+    numbers = line_numbers or list(range(1, len(lines) + 1))
+    units: list[tuple[int, str, int]] = []  # (line number, text, tokens)
+    for num, line in zip(numbers, lines, strict=True):
+        parts = [line] if _fits(line, limits) else _split_long(line, limits)
+        units += [(num, p, estimate_tokens(p) + 1) for p in parts]
+
+    chunks: list[Chunk] = []
+    window: list[tuple[int, str, int]] = []
+    size = 0
+
+    def emit() -> None:
+        text = "\n".join(u[1] for u in window)
+        if text.strip():
+            chunks.append(Chunk(window[0][0], window[-1][0], text, text_hash(text)))
+
+    for unit in units:
+        if window and size + unit[2] > limits.tokens:
+            emit()
+            # Carry the tail of the window (up to the overlap budget) into the next chunk.
+            carry: list[tuple[int, str, int]] = []
+            carried = 0
+            for u in reversed(window):
+                if carried + u[2] > limits.overlap or carried + u[2] + unit[2] > limits.tokens:
+                    break
+                carry.insert(0, u)
+                carried += u[2]
+            window, size = carry, carried
+        window.append(unit)
+        size += unit[2]
+    if window:
+        emit()
+    return chunks
+
+
+def chunk_text(text: str, limits: ChunkLimits, line_numbers: list[int] | None = None) -> list[Chunk]:
+    return chunk_lines(text.split("\n"), limits, line_numbers)

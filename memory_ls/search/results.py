@@ -1,0 +1,87 @@
+"""Plain result types shared by the engine, the server and the CLI, with their JSON shapes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def line_range(start_line: int, end_line: int) -> dict[str, Any]:
+    """The LSP range (0-based, end exclusive) that covers whole lines start..end (1-based)."""
+    return {
+        "start": {"line": start_line - 1, "character": 0},
+        "end": {"line": end_line, "character": 0},
+    }
+
+
+@dataclass
+class SearchHit:
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    source: str
+    citation: str
+    vector_score: float | None = None
+    text_score: float | None = None
+    chunk_id: int = 0
+
+    def to_json(self, root: Path) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "uri": (root / self.path).as_uri(),
+            "path": self.path,
+            "range": line_range(self.start_line, self.end_line),
+            "startLine": self.start_line,
+            "endLine": self.end_line,
+            "score": round(self.score, 6),
+            "snippet": self.snippet,
+            "source": self.source,
+            "citation": self.citation,
+        }
+        if self.vector_score is not None:
+            out["vectorScore"] = round(self.vector_score, 6)
+        if self.text_score is not None:
+            out["textScore"] = round(self.text_score, 6)
+        return out
+
+
+@dataclass
+class SearchResponse:
+    results: list[SearchHit]
+    mode: str  # "hybrid" | "keyword" | "vector"
+    provider: dict[str, str] | None
+    fallback_reason: str | None = None
+    took_ms: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self, root: Path) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "results": [h.to_json(root) for h in self.results],
+            "mode": self.mode,
+            "provider": self.provider,
+            "tookMs": round(self.took_ms, 2),
+        }
+        if self.fallback_reason:
+            out["fallbackReason"] = self.fallback_reason
+        return out
+
+
+@dataclass
+class Excerpt:
+    path: str
+    from_line: int
+    to_line: int
+    total_lines: int
+    text: str
+
+    def to_json(self, root: Path) -> dict[str, Any]:
+        return {
+            "uri": (root / self.path).as_uri(),
+            "path": self.path,
+            "from": self.from_line,
+            "to": self.to_line,
+            "totalLines": self.total_lines,
+            "text": self.text,
+        }

@@ -1,0 +1,124 @@
+"""Vector KNN: an in-memory numpy matrix kept in step with the writer, or sqlite-vec.
+
+A plain matrix-vector product over float32 unit vectors was measured faster than sqlite-vec's
+brute-force vec0 scan here (see bench/perf.py), so ``auto`` uses the matrix and sqlite-vec stays
+the persistent copy and the fallback. Appends go into spare capacity and deletes only clear a
+mask, so a keystroke that re-chunks one file costs O(changed chunks), not a matrix copy.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+
+class VectorIndex:
+    def __init__(self, loader: Callable[[], tuple[np.ndarray, np.ndarray]]):
+        self._loader = loader  # () -> (ids, matrix) from the store
+        self._lock = threading.Lock()
+        self._loaded = False
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._mat = np.zeros((0, 1), dtype=np.float32)
+        self._alive = np.zeros(0, dtype=bool)
+        self._n = 0
+        self._row: dict[int, int] = {}
+
+    @property
+    def size(self) -> int:
+        return len(self._row)
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._loaded = False
+            self._row = {}
+            self._n = 0
+
+    def _ensure(self) -> None:
+        if self._loaded:
+            return
+        ids, mat = self._loader()
+        self._ids = ids.copy()
+        self._mat = np.array(mat, dtype=np.float32, copy=True)
+        self._n = len(ids)
+        self._alive = np.ones(self._n, dtype=bool)
+        self._row = {int(i): r for r, i in enumerate(ids)}
+        self._loaded = True
+
+    def update(self, removed: Sequence[int], added: Sequence[tuple[int, np.ndarray]]) -> None:
+        """Apply the writer's changes; a no-op until the matrix is first loaded."""
+        with self._lock:
+            if not self._loaded:
+                return
+            for cid in removed:
+                r = self._row.pop(int(cid), None)
+                if r is not None:
+                    self._alive[r] = False
+            if not added:
+                return
+            dims = len(added[0][1])
+            if self._n == 0 or self._mat.shape[1] != dims:
+                self._mat = np.zeros((0, dims), dtype=np.float32)
+                self._ids = np.zeros(0, dtype=np.int64)
+                self._alive = np.zeros(0, dtype=bool)
+                self._n = 0
+                self._row = {}
+            need = self._n + len(added)
+            if need > len(self._mat):
+                cap = max(need, int(len(self._mat) * 1.5) + 64)
+                self._mat = np.resize(self._mat, (cap, dims))
+                self._ids = np.resize(self._ids, cap)
+                self._alive = np.resize(self._alive, cap)
+                self._alive[self._n :] = False
+            for cid, vec in added:
+                old = self._row.pop(int(cid), None)
+                if old is not None:
+                    self._alive[old] = False
+                r = self._n
+                self._mat[r] = vec
+                self._ids[r] = cid
+                self._alive[r] = True
+                self._row[int(cid)] = r
+                self._n += 1
+            if self._n > 1024 and len(self._row) < self._n // 2:
+                self._compact()
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self._alive[: self._n])
+        self._mat = self._mat[keep].copy()
+        self._ids = self._ids[keep].copy()
+        self._alive = np.ones(len(keep), dtype=bool)
+        self._n = len(keep)
+        self._row = {int(i): r for r, i in enumerate(self._ids)}
+
+    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) best first; ties broken by chunk id."""
+        with self._lock:
+            self._ensure()
+            if self._n == 0 or k <= 0 or self._mat.shape[1] != len(query):
+                return []
+            scores = self._mat[: self._n] @ query.astype(np.float32)
+            scores[~self._alive[: self._n]] = -np.inf
+            ids = self._ids[: self._n]
+        k = min(k, len(self._row))
+        if k <= 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        order = sorted(top.tolist(), key=lambda r: (-scores[r], ids[r]))
+        return [(int(ids[r]), float(scores[r])) for r in order if np.isfinite(scores[r])]
+
+    def similarity(self, query: np.ndarray, chunk_ids: Sequence[int]) -> dict[int, float]:
+        """Exact cosine for given chunks (those without a vector are left out)."""
+        with self._lock:
+            self._ensure()
+            rows = [(cid, self._row[cid]) for cid in chunk_ids if cid in self._row]
+            if not rows or self._mat.shape[1] != len(query):
+                return {}
+            sims = self._mat[[r for _, r in rows]] @ query.astype(np.float32)
+        return {cid: float(s) for (cid, _), s in zip(rows, sims, strict=True)}
+
+    def vectors(self, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        with self._lock:
+            self._ensure()
+            return {c: self._mat[self._row[c]].copy() for c in chunk_ids if c in self._row}

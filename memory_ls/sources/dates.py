@@ -1,0 +1,30 @@
+"""Dates of memory files: dated notes decay, evergreen files never do."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+
+from ..workspace import MEMORY_DIR, ROOT_FILES
+
+_DATED = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+
+
+def file_date(rel_path: str, mtime: float) -> date | None:
+    """The date that drives temporal decay, or None for an evergreen file.
+
+    ``memory/**/YYYY-MM-DD*.md`` is dated by its name; ``MEMORY.md``, ``memory.md`` and undated
+    files under ``memory/`` are evergreen; anything else (extra paths, transcripts) uses mtime.
+    """
+    name = rel_path.rsplit("/", 1)[-1]
+    if rel_path in ROOT_FILES:
+        return None
+    if rel_path.startswith(MEMORY_DIR + "/") and rel_path.endswith(".md"):
+        m = _DATED.match(name)
+        if not m:
+            return None
+        try:
+            return date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:
+            return None
+    return datetime.fromtimestamp(mtime, UTC).date()

@@ -1,0 +1,131 @@
+"""Which files are memory, and path safety (no escape outside the roots, no symlinks)."""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+ROOT_FILES = ("MEMORY.md", "memory.md")
+MEMORY_DIR = "memory"
+SKIP_DIRS = {"node_modules", "__pycache__"}
+
+
+class PathError(ValueError):
+    """A path that is not memory of this workspace (outside the roots, a symlink, not .md)."""
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    path: str  # workspace-relative, forward slashes: the key everywhere in the index
+    abs_path: Path
+    source: str  # "memory" | "sessions"
+
+
+def _skip_dir(name: str) -> bool:
+    return name.startswith(".") or name in SKIP_DIRS
+
+
+def _walk_md(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d))
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            if name.endswith(".md") and not name.startswith(".") and not p.is_symlink():
+                found.append(p)
+    return found
+
+
+class Workspace:
+    """The memory files of one workspace folder."""
+
+    def __init__(self, root: Path, settings: Settings):
+        self.root = root.resolve()
+        self.settings = settings
+
+    def rel(self, p: Path) -> str:
+        return p.relative_to(self.root).as_posix()
+
+    def discover(self) -> list[MemoryFile]:
+        """Every memory file, sorted by path; sessions only when that source is on."""
+        files: dict[str, MemoryFile] = {}
+
+        def add(p: Path, source: str) -> None:
+            try:
+                rel = self.rel(p.resolve() if not p.is_symlink() else p)
+            except ValueError:
+                log.warning("skipping %s: outside the workspace", p)
+                return
+            if p.is_symlink() or not p.is_file():
+                return
+            files.setdefault(rel, MemoryFile(rel, self.root / rel, source))
+
+        if "memory" in self.settings.sources:
+            for name in ROOT_FILES:
+                p = self.root / name
+                # On case-insensitive file systems MEMORY.md and memory.md are one file.
+                if p.is_file() and name in os.listdir(self.root):
+                    add(p, "memory")
+            mem = self.root / MEMORY_DIR
+            if mem.is_dir() and not mem.is_symlink():
+                for p in _walk_md(mem):
+                    add(p, "memory")
+            for extra in self.settings.extra_paths:
+                p = (self.root / extra).expanduser()
+                if p.is_symlink():
+                    continue
+                if p.is_dir():
+                    for q in _walk_md(p):
+                        add(q, "memory")
+                elif p.suffix == ".md":
+                    add(p, "memory")
+        if "sessions" in self.settings.sources:
+            for pattern in self.settings.sessions.globs:
+                for p in sorted(self.root.glob(pattern)):
+                    if p.suffix == ".jsonl" and not any(_skip_dir(x) for x in p.parts[-8:-1]):
+                        add(p, "sessions")
+        return [files[k] for k in sorted(files)]
+
+    def classify(self, rel: str) -> MemoryFile | None:
+        """The MemoryFile for a workspace-relative path if it is memory, else None."""
+        if rel.startswith("/") or ".." in rel.split("/"):
+            return None
+        parts = rel.split("/")
+        if any(_skip_dir(x) for x in parts[:-1]):
+            return None
+        if "memory" in self.settings.sources and rel.endswith(".md"):
+            if rel in ROOT_FILES or parts[0] == MEMORY_DIR:
+                return MemoryFile(rel, self.root / rel, "memory")
+            for extra in self.settings.extra_paths:
+                e = extra.strip("/").removeprefix("./")
+                if rel == e or rel.startswith(e + "/"):
+                    return MemoryFile(rel, self.root / rel, "memory")
+        if "sessions" in self.settings.sources and rel.endswith(".jsonl"):
+            for pattern in self.settings.sessions.globs:
+                if fnmatch.fnmatch(rel, pattern) or Path(rel).match(pattern):
+                    return MemoryFile(rel, self.root / rel, "sessions")
+        return None
+
+    def resolve(self, path: str | Path) -> MemoryFile:
+        """A user-given path (absolute or relative) -> MemoryFile, or PathError saying why."""
+        p = Path(path)
+        if not p.is_absolute():
+            p = self.root / p
+        p = Path(os.path.normpath(p))
+        try:
+            rel = p.relative_to(self.root).as_posix()
+        except ValueError:
+            raise PathError(f"{path}: outside the workspace {self.root}") from None
+        if p.is_symlink():
+            raise PathError(f"{path}: symlinks are not memory")
+        found = self.classify(rel)
+        if found is None:
+            raise PathError(f"{path}: not a memory file (MEMORY.md, memory.md, memory/**/*.md)")
+        return found
