@@ -29,7 +29,9 @@ class ChunkLimits:
     max_bytes: int = 0  # 0: no byte limit besides the token budget
 
     @staticmethod
-    def for_model(tokens: int, overlap: int, max_tokens: int = 0, max_bytes: int = 0) -> ChunkLimits:
+    def for_model(
+        tokens: int, overlap: int, max_tokens: int = 0, max_bytes: int = 0
+    ) -> ChunkLimits:
         """The settings' budget, shrunk to what the embedding model accepts."""
         if max_tokens and tokens > max_tokens:
             overlap = min(overlap, max_tokens // 5)
@@ -76,7 +78,9 @@ def _fits(text: str, limits: ChunkLimits) -> bool:
     return estimate_tokens(text) <= limits.tokens
 
 
-def chunk_lines(lines: list[str], limits: ChunkLimits, line_numbers: list[int] | None = None) -> list[Chunk]:
+def chunk_lines(
+    lines: list[str], limits: ChunkLimits, line_numbers: list[int] | None = None
+) -> list[Chunk]:
     """Chunks over ``lines`` (no trailing newlines); ``line_numbers`` maps to original lines."""
     numbers = line_numbers or list(range(1, len(lines) + 1))
     units: list[tuple[int, str, int]] = []  # (line number, text, tokens)
@@ -112,5 +116,7 @@ def chunk_lines(lines: list[str], limits: ChunkLimits, line_numbers: list[int] |
     return chunks
 
 
-def chunk_text(text: str, limits: ChunkLimits, line_numbers: list[int] | None = None) -> list[Chunk]:
+def chunk_text(
+    text: str, limits: ChunkLimits, line_numbers: list[int] | None = None
+) -> list[Chunk]:
     return chunk_lines(text.split("\n"), limits, line_numbers)

@@ -8,7 +8,6 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from . import __version__
 
@@ -72,8 +71,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         engine.sync("search", embed=not args.no_embed)
         resp = engine.search(
-            args.query, max_results=args.n, min_score=args.min_score,
-            sources=args.source or None, path_prefix=args.path, mode=args.mode,
+            args.query,
+            max_results=args.n,
+            min_score=args.min_score,
+            sources=args.source or None,
+            path_prefix=args.path,
+            mode=args.mode,
         )
         if args.json:
             print(json.dumps(resp.to_json(engine.root), ensure_ascii=False, indent=2))
@@ -141,7 +144,9 @@ def cmd_model(args: argparse.Namespace) -> int:
 
     try:
         if args.model_cmd == "import":
-            path = models.import_model(Path(args.source), Path(args.output) if args.output else None)
+            path = models.import_model(
+                Path(args.source), Path(args.output) if args.output else None
+            )
         else:
             path = models.pull_default_model()
     except Exception as exc:  # a clear one-line error for a CLI user
@@ -222,8 +227,6 @@ def main(argv: list[str] | None = None) -> int:
     except PermissionError as exc:
         print(f"memory-ls: {exc}", file=sys.stderr)
         return 2
-
-
 
 
 if __name__ == "__main__":

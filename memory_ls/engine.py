@@ -8,6 +8,7 @@ while the writer lock is held.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -96,8 +97,10 @@ class MemoryEngine:
         p = self.provider
         s = self.settings
         limits = ChunkLimits.for_model(
-            s.chunking.tokens, s.chunking.overlap,
-            p.max_input_tokens if p else 0, p.max_input_bytes if p else 0,
+            s.chunking.tokens,
+            s.chunking.overlap,
+            p.max_input_tokens if p else 0,
+            p.max_input_bytes if p else 0,
         )
         return IndexContext(
             workspace=self.workspace,
@@ -215,8 +218,9 @@ class MemoryEngine:
             except queue.Empty:
                 return
 
-    def embed_pending(self, progress: Progress | None = None, report: SyncReport | None = None,
-                      should_stop=None) -> int:
+    def embed_pending(
+        self, progress: Progress | None = None, report: SyncReport | None = None, should_stop=None
+    ) -> int:
         """Embed chunks that have no vector yet; returns how many were embedded."""
         report = report or SyncReport("embed")
         if self.provider is None or self._ctx.cache_key is None:
@@ -224,8 +228,14 @@ class MemoryEngine:
         before = report.embedded
         try:
             embed_pending(
-                self._writer, self.provider, self._ctx, self._lock, report, progress,
-                batch_size=max(1, self.settings.local.batch_size), should_stop=should_stop,
+                self._writer,
+                self.provider,
+                self._ctx,
+                self._lock,
+                report,
+                progress,
+                batch_size=max(1, self.settings.local.batch_size),
+                should_stop=should_stop,
             )
             with self._lock:
                 self._writer.cache_evict(self.settings.cache.max_entries)
@@ -264,8 +274,14 @@ class MemoryEngine:
             self._overlays[mf.path] = text
             report = SyncReport("edit")
             with self._writer.transaction():
-                index_text(self._writer, self._ctx, mf, text.encode("utf-8", "surrogatepass"),
-                           time.time(), report)
+                index_text(
+                    self._writer,
+                    self._ctx,
+                    mf,
+                    text.encode("utf-8", "surrogatepass"),
+                    time.time(),
+                    report,
+                )
         return True
 
     def clear_document(self, path: str | Path) -> None:
@@ -318,7 +334,9 @@ class MemoryEngine:
         return SearchResponse(
             results=hits,
             mode=used,
-            provider={"id": self.provider.id, "model": self.provider.model} if self.provider else None,
+            provider={"id": self.provider.id, "model": self.provider.model}
+            if self.provider
+            else None,
             fallback_reason=fallback,
             took_ms=(time.perf_counter() - t0) * 1000,
         )
@@ -345,7 +363,9 @@ class MemoryEngine:
         src = render(mf, data)
         return src.text, list(src.line_map) if src.line_map else None
 
-    def get(self, path_or_citation: str, start: int | None = None, lines: int | None = None) -> Excerpt:
+    def get(
+        self, path_or_citation: str, start: int | None = None, lines: int | None = None
+    ) -> Excerpt:
         """Lines of a memory file: ``path`` with from/lines, or a citation ``path#L3-L9``.
 
         Raises PathError (outside the roots, missing) or ValueError (bad numbers)."""
@@ -364,13 +384,20 @@ class MemoryEngine:
             total = max(line_map) if line_map else 0
             first = start or 1
             last = total if lines is None else first + lines - 1
-            picked = [ln for ln, orig in zip(rendered, line_map, strict=False) if first <= orig <= last]
+            picked = [
+                ln for ln, orig in zip(rendered, line_map, strict=False) if first <= orig <= last
+            ]
             return Excerpt(self._rel(path), first, min(last, total), total, "\n".join(picked))
         total = len(rendered)
         first = start or 1
         last = total if lines is None else min(total, first + lines - 1)
-        return Excerpt(self._rel(path), first, max(first - 1, last), total,
-                       "\n".join(rendered[first - 1 : last]))
+        return Excerpt(
+            self._rel(path),
+            first,
+            max(first - 1, last),
+            total,
+            "\n".join(rendered[first - 1 : last]),
+        )
 
     def status(self) -> dict[str, Any]:
         with self._reader() as r:
@@ -404,10 +431,8 @@ class MemoryEngine:
             self._drop_readers()
             self._writer.close()
             if self.provider is not None:
-                try:
+                with contextlib.suppress(Exception):  # closing is best effort
                     self.provider.close()
-                except Exception:  # closing is best effort
-                    pass
 
 
 def today() -> date:

@@ -1,7 +1,8 @@
 """Typed settings: defaults, layered loading, validation that reports and ignores bad input.
 
-Layers, later wins: defaults, ``~/.config/memory-ls/config.toml``, ``<workspace>/.memory-ls.toml``,
-then whatever the caller merges on top (LSP ``initializationOptions`` and ``workspace/configuration``).
+Layers, later wins: defaults, ``~/.config/memory-ls/config.toml``,
+``<workspace>/.memory-ls.toml``, then whatever the caller merges on top (LSP
+``initializationOptions`` and ``workspace/configuration``).
 Keys are camelCase in every layer (``query.maxResults``) and snake_case on the dataclasses.
 An unknown key or a value of the wrong type is reported by name and ignored: never fatal.
 """

@@ -6,6 +6,7 @@ its own Store on the same file (WAL), so a search never waits for a write.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -99,10 +100,8 @@ class Store:
             return cls(path)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing twice is harmless
             self.conn.close()
-        except Exception:  # closing twice or after a failed open is harmless
-            pass
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -156,12 +155,22 @@ class Store:
             "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
             "size = excluded.size, date = excluded.date, lines = excluded.lines, "
             "line_map = excluded.line_map",
-            (path, source, hash_, mtime, size, date, lines,
-             json.dumps(list(line_map)) if line_map else None),
+            (
+                path,
+                source,
+                hash_,
+                mtime,
+                size,
+                date,
+                lines,
+                json.dumps(list(line_map)) if line_map else None,
+            ),
         )
 
     def touch_file(self, path: str, mtime: float, size: int) -> None:
-        self.conn.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
+        self.conn.execute(
+            "UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path)
+        )
 
     def delete_file(self, path: str) -> list[int]:
         removed = self._delete_chunks(path)
@@ -201,8 +210,17 @@ class Store:
             cur = self.conn.execute(
                 "INSERT INTO chunks(path, source, start_line, end_line, hash, model, text, "
                 "embedding, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (path, source, c.start_line, c.end_line, c.hash, model if blob else "", c.text,
-                 blob, now),
+                (
+                    path,
+                    source,
+                    c.start_line,
+                    c.end_line,
+                    c.hash,
+                    model if blob else "",
+                    c.text,
+                    blob,
+                    now,
+                ),
             )
             cid = int(cur.lastrowid)
             self.conn.execute(
@@ -229,7 +247,9 @@ class Store:
         return {r[0] for r in rows}
 
     def count_pending(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM chunks WHERE embedding IS NULL").fetchone()[0]
+        return self.conn.execute("SELECT count(*) FROM chunks WHERE embedding IS NULL").fetchone()[
+            0
+        ]
 
     def set_embeddings(self, items: Sequence[tuple[int, bytes]], model: str) -> None:
         self.conn.executemany(

@@ -96,8 +96,14 @@ def index_text(
     removed, added = store.replace_chunks(mf.path, mf.source, chunks, known, model)
     d = file_date(mf.path, mtime)
     store.upsert_file(
-        mf.path, mf.source, content_hash(data), mtime, len(data),
-        d.isoformat() if d else None, len(lines), src.line_map,
+        mf.path,
+        mf.source,
+        content_hash(data),
+        mtime,
+        len(data),
+        d.isoformat() if d else None,
+        len(lines),
+        src.line_map,
     )
     report.indexed += 1
     if ctx.on_vectors:

@@ -121,8 +121,14 @@ class Filters:
     excluded: list[str] = field(default_factory=list)
 
     def active(self) -> bool:
-        return bool(self.path_prefix or self.after or self.before or self.sources
-                    or self.required or self.excluded)
+        return bool(
+            self.path_prefix
+            or self.after
+            or self.before
+            or self.sources
+            or self.required
+            or self.excluded
+        )
 
 
 def parse_filters(query: str) -> tuple[str, Filters]:

@@ -79,6 +79,7 @@ def mmr(items: Sequence[tuple[float, str]], k: int, lam: float) -> list[int]:
     chosen: list[int] = []
     left = list(range(len(items)))
     while left and len(chosen) < k:
+
         def value(i: int) -> tuple[float, int]:
             red = max((jaccard(toks[i], toks[j]) for j in chosen), default=0.0)
             return (lam * items[i][0] - (1 - lam) * red, -i)

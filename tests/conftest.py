@@ -1,0 +1,60 @@
+"""Shared fixtures: every test gets its own cache and config folders, never the user's."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    base = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
+    for key in ("OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY", "MISTRAL_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def write(root: Path, rel: str, text: str | bytes) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        p.write_bytes(text)
+    else:
+        p.write_text(text, encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    write(
+        root,
+        "MEMORY.md",
+        "# Memory\n\nUser prefers dark mode in every editor.\nPasswords live in the team vault.\n",
+    )
+    write(
+        root,
+        "memory/2026-01-10-api-design.md",
+        "# API design\n\nWe chose token bucket rate limiting backed by Redis.\n"
+        "The limit is 100 requests per minute per key.\n\n## Errors\n\n"
+        "Clients get HTTP 429 with a Retry-After header.\n",
+    )
+    write(
+        root,
+        "memory/2026-02-01-deploy.md",
+        "# Deploy\n\nDeploys go through GitHub Actions to Fly.io.\n"
+        "Rollbacks use the previous image tag.\n",
+    )
+    write(
+        root,
+        "memory/notes/cjk.md",
+        "# 笔记\n\n我们使用令牌桶限流算法保护接口。\n東京の天気は晴れです。\n"
+        "서울 날씨 맑음 오늘은 산책하기 좋다.\n",
+    )
+    write(root, "README.md", "Not memory: rate limiting appears here too.\n")
+    return root
