@@ -41,7 +41,7 @@ from .search.citations import parse_citation
 from .search.hybrid import SearchRequest
 from .search.hybrid import run as run_search
 from .search.results import Excerpt, SearchResponse
-from .search.vector import VectorIndex
+from .search.vector import SqliteVecIndex, VectorIndex
 from .settings import Settings, cache_dir
 from .settings import load as load_settings
 from .sources import SourceError, render
@@ -55,6 +55,25 @@ _AUTO: Any = object()
 def default_index_path(root: Path) -> Path:
     digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
     return cache_dir() / "index" / f"{root.resolve().name or 'root'}-{digest}.sqlite"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_rebuilds(index_path: Path) -> None:
+    """Delete temporary rebuild files left by a process that died (kill -9, power loss)."""
+    for f in index_path.parent.glob(f"{index_path.name}.rebuild-*"):
+        pid = f.name.rsplit(".rebuild-", 1)[1].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            log.info("removing %s left by a rebuild that did not finish", f.name)
+            f.unlink(missing_ok=True)
 
 
 class MemoryEngine:
@@ -83,6 +102,7 @@ class MemoryEngine:
 
         self._lock = threading.RLock()
         self._writer = Store.open(self.index_path)
+        remove_stale_rebuilds(self.index_path)
         self._readers: queue.LifoQueue[Store] = queue.LifoQueue()
         self._overlays: dict[str, str] = {}
         self._dirty: set[str] = set()
@@ -330,7 +350,10 @@ class MemoryEngine:
         elif self.provider is None:
             fallback = self.provider_reason
         with self._reader() as store:
-            hits, used = run_search(store, self.vectors, qvec, req, qs, datetime.now(UTC).date())
+            vectors = self.vectors
+            if self.settings.store.vector_backend == "sqlite-vec" and store.vec_reason is None:
+                vectors = SqliteVecIndex(store)
+            hits, used = run_search(store, vectors, qvec, req, qs, datetime.now(UTC).date())
         return SearchResponse(
             results=hits,
             mode=used,
@@ -405,7 +428,7 @@ class MemoryEngine:
             vec_reason = r.vec_reason
         p = self.provider
         backend = self.settings.store.vector_backend
-        if backend == "auto":
+        if backend != "sqlite-vec" or vec_reason:
             backend = "numpy"
         return {
             "root": str(self.root),

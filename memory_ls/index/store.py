@@ -333,7 +333,9 @@ class Store:
     def vec_search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine distance) by sqlite-vec KNN (never ORDER BY a distance function)."""
         if not self.has_vec_table:
-            return []
+            self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
+            if not self.has_vec_table:
+                return []
         return self.conn.execute(
             "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ?",
             (to_blob(query), k),

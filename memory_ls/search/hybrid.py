@@ -21,7 +21,7 @@ from .rerank import (
     mmr,
 )
 from .results import SearchHit
-from .vector import VectorIndex
+from .vector import SqliteVecIndex, VectorIndex
 
 
 @dataclass
@@ -64,7 +64,7 @@ def _passes(row: ChunkRow, f: Filters, sources: list[str] | None, prefix: str | 
 
 def run(
     store: Store,
-    vectors: VectorIndex | None,
+    vectors: VectorIndex | SqliteVecIndex | None,
     qvec: np.ndarray | None,
     req: SearchRequest,
     qs: QuerySettings,

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..index.store import Store
+
 
 class VectorIndex:
     def __init__(self, loader: Callable[[], tuple[np.ndarray, np.ndarray]]):
@@ -122,3 +124,19 @@ class VectorIndex:
         with self._lock:
             self._ensure()
             return {c: self._mat[self._row[c]].copy() for c in chunk_ids if c in self._row}
+
+
+class SqliteVecIndex:
+    """The same interface over sqlite-vec's vec0 table (``store.vectorBackend = "sqlite-vec"``)."""
+
+    def __init__(self, store: Store):
+        self._store = store
+
+    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        hits = self._store.vec_search(query, k)
+        # vec0 returns cosine distance; ties are broken by id like the numpy path.
+        return sorted(((int(i), 1.0 - float(d)) for i, d in hits), key=lambda h: (-h[1], h[0]))
+
+    def similarity(self, query: np.ndarray, chunk_ids: Sequence[int]) -> dict[int, float]:
+        vecs = self._store.embeddings_for(list(chunk_ids))
+        return {cid: float(v @ query) for cid, v in vecs.items()}

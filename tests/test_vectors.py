@@ -1,0 +1,125 @@
+"""The vector side with the real local model: hybrid search, KNN backends, cache, partial re-embeds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import write
+from model_util import ensure_test_model
+
+from memory_ls.embeddings.local import open_local
+from memory_ls.engine import MemoryEngine
+from memory_ls.search.vector import VectorIndex
+from memory_ls.settings import Settings
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def model_path() -> Path:
+    return ensure_test_model()
+
+
+def model_engine(root: Path, idx: Path, model_path: Path, **store) -> MemoryEngine:
+    s = Settings(provider="local")
+    s.local.model_path = str(model_path)
+    for k, v in store.items():
+        setattr(s.store, k, v)
+    return MemoryEngine(root, s, index_path=idx)
+
+
+def test_hybrid_search_finds_meaning_not_just_words(ws: Path, tmp_path: Path, model_path: Path):
+    e = model_engine(ws, tmp_path / "i.sqlite", model_path)
+    r = e.sync()
+    assert r.embedded == e.status()["chunks"] > 0
+    resp = e.search("how do we throttle clients that send too many calls?")
+    assert resp.mode == "hybrid" and resp.provider == {"id": "local", "model": e.provider.model}
+    assert resp.results[0].path == "memory/2026-01-10-api-design.md"
+    assert resp.results[0].vector_score is not None and resp.results[0].vector_score > 0.3
+    vec_only = e.search("shipping new releases to production", mode="vector", min_score=0)
+    assert vec_only.mode == "vector"
+    assert vec_only.results[0].path == "memory/2026-02-01-deploy.md"
+    e.close()
+
+
+def test_numpy_and_sqlite_vec_give_the_same_top_k(ws: Path, tmp_path: Path, model_path: Path):
+    for i in range(30):
+        write(
+            ws,
+            f"memory/topic-{i}.md",
+            f"# Topic {i}\n\nNotes about subject {i}: "
+            + " ".join(["alpha", "beta", "gamma", "delta", "kappa"][j % 5] for j in range(i))
+            + "\n",
+        )
+    idx = tmp_path / "i.sqlite"
+    e = model_engine(ws, idx, model_path)
+    e.sync()
+    e.close()
+    results = {}
+    for backend in ("numpy", "sqlite-vec"):
+        e = model_engine(ws, idx, model_path, vector_backend=backend)
+        assert e.status()["vectorBackend"] == backend
+        resp = e.search("subject notes gamma", mode="vector", max_results=10, min_score=0)
+        results[backend] = [(h.path, h.start_line, round(h.score, 4)) for h in resp.results]
+        e.close()
+    assert results["numpy"] == results["sqlite-vec"]
+    assert len(results["numpy"]) == 10
+
+
+def test_rebuild_reuses_the_embedding_cache(ws: Path, tmp_path: Path, model_path: Path):
+    e = model_engine(ws, tmp_path / "i.sqlite", model_path)
+    first = e.sync()
+    assert first.embedded > 0
+    again = e.sync(force=True)
+    assert again.full and again.embedded == 0 and again.cache_hits == first.embedded
+    assert e.status()["pendingEmbeddings"] == 0
+    assert e.search("token bucket").mode == "hybrid"
+    e.close()
+
+
+def test_an_edit_embeds_only_the_changed_chunks(tmp_path: Path, model_path: Path):
+    root = tmp_path / "w"
+    paras = [
+        f"## Part {i}\n\n" + f"Paragraph {i} talks about topic number {i}. " * 25 for i in range(8)
+    ]
+    write(root, "memory/long.md", "# Long\n\n" + "\n\n".join(paras) + "\n")
+    e = model_engine(root, tmp_path / "i.sqlite", model_path)
+    e.sync()
+    chunks = e.status()["chunks"]
+    assert chunks >= 4
+    text = (root / "memory/long.md").read_text().replace("Paragraph 7 talks", "Paragraph 7 sings")
+    e.set_document("memory/long.md", text)
+    assert e.status()["pendingEmbeddings"] <= 2
+    embedded = e.embed_pending()
+    assert 1 <= embedded <= 2
+    assert e.search("sings", mode="keyword").results[0].path == "memory/long.md"
+    e.close()
+
+
+def test_vector_index_updates_match_a_fresh_load():
+    rng = np.random.default_rng(7)
+    data = {i: rng.standard_normal(16).astype(np.float32) for i in range(1, 200)}
+    for v in data.values():
+        v /= np.linalg.norm(v)
+
+    def loader():
+        ids = np.array(sorted(data), dtype=np.int64)
+        return ids, np.stack([data[i] for i in ids])
+
+    live = VectorIndex(loader)
+    q = data[5]
+    live.search(q, 3)  # load
+    removed = list(range(1, 120))
+    for i in removed:
+        del data[i]
+    added = []
+    for i in range(500, 900):
+        v = rng.standard_normal(16).astype(np.float32)
+        data[i] = v / np.linalg.norm(v)
+        added.append((i, data[i]))
+    live.update(removed, added)
+    fresh = VectorIndex(loader)
+    assert live.search(q, 10) == fresh.search(q, 10)
+    assert live.size == fresh.size == len(data)
