@@ -1,4 +1,4 @@
-"""The vector side with the real local model: hybrid search, KNN backends, cache, partial re-embeds."""
+"""The vector side with the real local model: hybrid search, KNN backends, cache, re-embeds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 from conftest import write
 from model_util import ensure_test_model
 
-from memory_ls.embeddings.local import open_local
 from memory_ls.engine import MemoryEngine
 from memory_ls.search.vector import VectorIndex
 from memory_ls.settings import Settings
