@@ -25,7 +25,7 @@ import numpy as np
 
 from .chunking import ChunkLimits
 from .embeddings.base import EmbeddingError, EmbeddingProvider
-from .embeddings.factory import create_provider
+from .embeddings.factory import create_fallback, create_provider
 from .index.schema import SCHEMA_VERSION
 from .index.store import Store
 from .index.sync import (
@@ -97,6 +97,7 @@ class MemoryEngine:
             self.provider_reason = None if provider else "no embedding provider: keyword-only"
         self.provider: EmbeddingProvider | None = provider
         self.fallback_reason: str | None = None
+        self._on_fallback = False
         path = index_path or (settings.store.path and Path(settings.store.path).expanduser())
         self.index_path = Path(path) if path else default_index_path(self.root)
 
@@ -260,9 +261,36 @@ class MemoryEngine:
             with self._lock:
                 self._writer.cache_evict(self.settings.cache.max_entries)
         except EmbeddingError as exc:
-            self.fallback_reason = f"embedding failed: {exc}"
-            log.warning("%s; keyword search still works", self.fallback_reason)
+            if self._activate_fallback(exc):
+                self.sync("fallback", progress=progress)
+            else:
+                self.fallback_reason = f"embedding failed: {exc}"
+                log.warning("%s; keyword search still works", self.fallback_reason)
         return report.embedded - before
+
+    def _activate_fallback(self, exc: Exception) -> bool:
+        """Switch to ``settings.fallback`` after the primary failed; the next sync rebuilds
+        the index safely with it (the embedding cache keeps what both already paid for)."""
+        if self._on_fallback:
+            return False
+        fallback = create_fallback(self.settings, self.provider)
+        if fallback is None:
+            return False
+        old = self.provider
+        self.fallback_reason = (
+            f"{old.id if old else 'primary'} failed ({exc}); switched to fallback {fallback.id}"
+        )
+        log.warning("%s", self.fallback_reason)
+        with self._lock:
+            self.provider = fallback
+            self._on_fallback = True
+            self._ctx = self._make_context()
+            self.needs_rebuild = self._meta_changed()
+            self.vectors.invalidate()
+        if old is not None:
+            with contextlib.suppress(Exception):
+                old.close()
+        return True
 
     def mark_dirty(self, paths: list[str]) -> None:
         """Record files changed outside the editor; the next sync or search picks them up."""

@@ -1,0 +1,62 @@
+"""Provider failures at run time: fallback activation with a safe rebuild, keyword answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import write
+from http_stub import StubServer, fault_status
+from model_util import ensure_test_model
+
+from memory_ls.engine import MemoryEngine
+from memory_ls.settings import Settings
+
+
+def remote_settings(stub: StubServer) -> Settings:
+    s = Settings(provider="openai")
+    s.remote.base_url = stub.url + "/v1"
+    s.remote.api_key = "sk-fallback-test-secret"
+    s.remote.retries = 1
+    s.remote.backoff_min_ms = 1
+    s.remote.backoff_max_ms = 5
+    s.remote.query_timeout_ms = 500
+    return s
+
+
+@pytest.mark.model
+def test_primary_failure_switches_to_fallback_and_rebuilds(ws: Path, tmp_path: Path):
+    with StubServer(api_key="sk-fallback-test-secret", dims=16) as stub:
+        s = remote_settings(stub)
+        s.fallback = "local"
+        s.local.model_path = str(ensure_test_model())
+        e = MemoryEngine(ws, s, index_path=tmp_path / "i.sqlite")
+        first = e.sync()
+        assert e.provider.id == "openai" and first.embedded > 0
+        stub.always(fault_status(500))
+        write(ws, "memory/2026-03-01-new.md", "# New\n\nA fresh note about caching layers.\n")
+        e.sync()
+        st = e.status()
+        assert st["provider"]["id"] == "local"
+        assert "switched to fallback local" in st["fallbackReason"]
+        assert "sk-fallback-test-secret" not in st["fallbackReason"]
+        assert st["pendingEmbeddings"] == 0 and not st["needsRebuild"]
+        resp = e.search("caching layers")
+        assert resp.mode == "hybrid" and resp.provider["id"] == "local"
+        assert resp.results[0].path == "memory/2026-03-01-new.md"
+        assert "switched to fallback" in resp.fallback_reason
+        e.close()
+
+
+def test_search_answers_with_keywords_when_embeddings_fail(ws: Path, tmp_path: Path):
+    with StubServer(api_key="sk-fallback-test-secret", dims=16) as stub:
+        stub.always(fault_status(401))
+        e = MemoryEngine(ws, remote_settings(stub), index_path=tmp_path / "i.sqlite")
+        e.sync()
+        resp = e.search("token bucket Redis")
+        assert resp.mode == "keyword"
+        assert resp.results[0].path == "memory/2026-01-10-api-design.md"
+        assert "keyword results only" in resp.fallback_reason
+        assert "sk-fallback-test-secret" not in resp.fallback_reason
+        assert e.status()["fallbackReason"]
+        e.close()
