@@ -50,6 +50,7 @@ from .workspace import PathError, Workspace
 
 log = logging.getLogger(__name__)
 _AUTO: Any = object()
+QUERY_FAILURE_COOLDOWN_S = 30.0
 
 
 def default_index_path(root: Path) -> Path:
@@ -98,6 +99,8 @@ class MemoryEngine:
         self.provider: EmbeddingProvider | None = provider
         self.fallback_reason: str | None = None
         self._on_fallback = False
+        self._query_retry_at = 0.0
+        self._query_failure: str | None = None
         path = index_path or (settings.store.path and Path(settings.store.path).expanduser())
         self.index_path = Path(path) if path else default_index_path(self.root)
 
@@ -255,7 +258,7 @@ class MemoryEngine:
                 self._lock,
                 report,
                 progress,
-                batch_size=max(1, self.settings.local.batch_size),
+                batch_size=self._batch_size(),
                 should_stop=should_stop,
             )
             with self._lock:
@@ -267,6 +270,10 @@ class MemoryEngine:
                 self.fallback_reason = f"embedding failed: {exc}"
                 log.warning("%s; keyword search still works", self.fallback_reason)
         return report.embedded - before
+
+    def _batch_size(self) -> int:
+        local = self.provider is not None and self.provider.id == "local"
+        return max(1, self.settings.local.batch_size if local else self.settings.remote.batch_size)
 
     def _activate_fallback(self, exc: Exception) -> bool:
         """Switch to ``settings.fallback`` after the primary failed; the next sync rebuilds
@@ -369,12 +376,18 @@ class MemoryEngine:
         )
         fallback = self.fallback_reason
         qvec = None
-        if self.provider is not None and mode != "keyword" and query.strip():
+        wants_vec = self.provider is not None and mode != "keyword" and bool(query.strip())
+        if wants_vec and time.monotonic() >= self._query_retry_at:
             try:
                 qvec = self.provider.embed_query(req.query)
+                self._query_failure = None
             except EmbeddingError as exc:
-                fallback = f"query embedding failed ({exc}); keyword results only"
-                log.warning("%s", fallback)
+                # Do not spend the query timeout on every search against a dead endpoint.
+                self._query_retry_at = time.monotonic() + QUERY_FAILURE_COOLDOWN_S
+                self._query_failure = f"query embedding failed ({exc}); keyword results only"
+                log.warning("%s", self._query_failure)
+        if wants_vec and qvec is None and self._query_failure:
+            fallback = self._query_failure
         elif self.provider is None:
             fallback = self.provider_reason
         with self._reader() as store:
@@ -463,6 +476,7 @@ class MemoryEngine:
             "indexPath": str(self.index_path),
             **counts,
             "provider": {"id": p.id, "model": p.model, "dims": p.dims} if p else None,
+            "providerStats": p.stats.snapshot() if p and hasattr(p, "stats") else None,
             "mode": "hybrid" if p else "keyword",
             "providerReason": self.provider_reason,
             "fallbackReason": self.fallback_reason,
