@@ -26,8 +26,7 @@ from http_stub import StubServer  # noqa: E402
 from memory_ls.engine import MemoryEngine  # noqa: E402
 from memory_ls.settings import Settings  # noqa: E402
 
-WORDS = ("redis cache deploy latency token bucket incident rollback schema index query vector "
-         "memory agent session review design budget alert owner cursor page limit").split()
+WORDS = ["redis", "cache", "deploy", "latency", "token", "bucket", "incident", "rollback", "schema", "index", "query", "vector", "memory", "agent", "session", "review", "design", "budget", "alert", "owner", "cursor", "page", "limit"]
 
 
 def make_workspace(root: Path, files: int) -> None:
