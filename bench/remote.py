@@ -26,7 +26,31 @@ from http_stub import StubServer  # noqa: E402
 from memory_ls.engine import MemoryEngine  # noqa: E402
 from memory_ls.settings import Settings  # noqa: E402
 
-WORDS = ["redis", "cache", "deploy", "latency", "token", "bucket", "incident", "rollback", "schema", "index", "query", "vector", "memory", "agent", "session", "review", "design", "budget", "alert", "owner", "cursor", "page", "limit"]
+WORDS = [
+    "redis",
+    "cache",
+    "deploy",
+    "latency",
+    "token",
+    "bucket",
+    "incident",
+    "rollback",
+    "schema",
+    "index",
+    "query",
+    "vector",
+    "memory",
+    "agent",
+    "session",
+    "review",
+    "design",
+    "budget",
+    "alert",
+    "owner",
+    "cursor",
+    "page",
+    "limit",
+]
 
 
 def make_workspace(root: Path, files: int) -> None:
@@ -57,9 +81,10 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=200)
     ap.add_argument("--latency-ms", type=float, default=50)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, StubServer(
-        api_key="sk-bench", dims=384, latency=args.latency_ms / 1000
-    ) as stub:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        StubServer(api_key="sk-bench", dims=384, latency=args.latency_ms / 1000) as stub,
+    ):
         os.environ["XDG_CACHE_HOME"] = tmp
         root = Path(tmp) / "ws"
         make_workspace(root, args.files)
