@@ -91,6 +91,9 @@ class MemoryEngine:
         if settings is None:
             settings, self.problems = load_settings(self.root)
         self.settings = settings
+        mp = settings.local.model_path
+        if mp and not Path(mp).expanduser().is_absolute():
+            settings.local.model_path = str(self.root / mp)  # relative to the workspace
         self.workspace = Workspace(self.root, settings)
         if provider is _AUTO:
             provider, self.provider_reason = create_provider(settings)
