@@ -1,4 +1,4 @@
-"""memory-ls command line: serve | index | search | get | status | model."""
+"""memory-ls command line: serve | index | search | get | status | session | mcp | model."""
 
 from __future__ import annotations
 
@@ -165,6 +165,44 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return run_server(tcp=args.tcp) or 0
 
 
+def cmd_session(args: argparse.Namespace) -> int:
+    from .session_writer import save_session
+
+    engine = _engine(args)
+    try:
+        try:
+            path = save_session(
+                engine.root,
+                args.transcript,
+                messages=args.messages,
+                source=args.source,
+                settings=engine.settings,
+                session_key=args.key,
+            )
+        except OSError as exc:
+            print(f"memory-ls: cannot save the session: {exc}", file=sys.stderr)
+            return 2
+        # The new note is searchable at once (keyword side); vectors follow in this sync too.
+        engine.sync("session-save", progress=ProgressBar())
+        rel = path.relative_to(engine.root).as_posix()
+        print(json.dumps({"path": rel, "uri": path.as_uri()}) if args.json else rel)
+        return 0
+    finally:
+        engine.close()
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from .mcp import run
+    except ImportError as exc:
+        print(f"memory-ls: the MCP server is not available: {exc}", file=sys.stderr)
+        return 2
+    root = Path(args.workspace).resolve()
+    if not root.is_dir():
+        raise SystemExit(f"memory-ls: workspace {root} is not a folder")
+    return run(root, args.index)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="memory-ls", description=__doc__)
     p.add_argument("--version", action="version", version=f"memory-ls {__version__}")
@@ -202,6 +240,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("status", parents=[common], help="index and provider status")
     s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("session", help="agent sessions")
+    ssub = s.add_subparsers(dest="session_cmd", required=True)
+    m = ssub.add_parser(
+        "save", parents=[common], help="save a transcript's last messages as a memory note"
+    )
+    m.add_argument("transcript", help="session transcript (.jsonl)")
+    m.add_argument("--messages", type=int, default=15, help="how many messages (default 15)")
+    m.add_argument("--source", default=None, help="where the session came from (e.g. telegram)")
+    m.add_argument("--key", default=None, help="session key (default: from the transcript)")
+    m.set_defaults(func=cmd_session)
+
+    s = sub.add_parser("mcp", help="run the MCP server (stdio) for agents")
+    s.add_argument("--workspace", "-w", default=".", help="workspace folder (default: .)")
+    s.add_argument("--index", default=None, help="index file (default: user cache folder)")
+    s.set_defaults(func=cmd_mcp)
 
     s = sub.add_parser("model", help="get a local embedding model")
     msub = s.add_subparsers(dest="model_cmd", required=True)

@@ -134,6 +134,16 @@ class SessionsSettings:
 
 
 @dataclass
+class SessionWriterSettings:
+    # An OpenAI-compatible chat-completions endpoint that names saved sessions (the file slug);
+    # with no base URL or model, slugs come from the conversation's keywords.
+    base_url: str = ""  # e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1
+    model: str = ""
+    api_key: str = ""
+    timeout_ms: int = 15000
+
+
+@dataclass
 class StoreSettings:
     path: str = ""  # "": $XDG_CACHE_HOME/memory-ls/<folder>-<hash>.sqlite
     vector_backend: str = "auto"  # "auto" | "numpy" | "sqlite-vec"
@@ -155,6 +165,7 @@ class Settings:
     cache: CacheSettings = field(default_factory=CacheSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
     sessions: SessionsSettings = field(default_factory=SessionsSettings)
+    session_writer: SessionWriterSettings = field(default_factory=SessionWriterSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
 
 

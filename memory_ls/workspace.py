@@ -88,6 +88,9 @@ class Workspace:
                     add(p, "memory")
         if "sessions" in self.settings.sources:
             for pattern in self.settings.sessions.globs:
+                if Path(pattern).is_absolute():  # Path.glob raises on these: skip, never fail
+                    log.warning("sessions.globs: %s is not relative to the workspace", pattern)
+                    continue
                 for p in sorted(self.root.glob(pattern)):
                     if p.suffix == ".jsonl" and not any(_skip_dir(x) for x in p.parts[-8:-1]):
                         add(p, "sessions")

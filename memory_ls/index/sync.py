@@ -20,6 +20,7 @@ from ..embeddings.base import EmbeddingProvider
 from ..sources import SourceError, render
 from ..sources.dates import file_date
 from ..sources.markdown import content_hash, read_bytes
+from ..sources.sessions import sync_action as session_sync_action
 from ..workspace import MemoryFile, Workspace
 from .store import CacheKey, Store, from_blob, to_blob
 
@@ -173,6 +174,25 @@ def _sync_one(store, ctx, mf: MemoryFile, state, overlay: str | None, report: Sy
             _drop(store, ctx, mf.path)
             report.removed += 1
         return
+    if mf.source == "sessions":
+        s = ctx.workspace.settings
+        action = session_sync_action(
+            mf.abs_path,
+            st.st_size,
+            st.st_mtime,
+            state.size if state else None,
+            s.sync.sessions.delta_bytes,
+            s.sync.sessions.delta_messages,
+            s.sessions.retention_days,
+        )
+        if action == "drop":  # past sessions.retentionDays: out of the index, not off disk
+            if state:
+                _drop(store, ctx, mf.path)
+                report.removed += 1
+            return
+        if action == "wait":  # a live transcript below both delta thresholds
+            report.unchanged += 1
+            return
     if state and state.mtime == st.st_mtime and state.size == st.st_size:
         report.unchanged += 1
         return

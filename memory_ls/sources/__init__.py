@@ -8,14 +8,13 @@ from .markdown import SourceError, SourceText, decode
 
 def render(mf: MemoryFile, data: bytes) -> SourceText:
     """The text to index for a file's bytes (may raise SourceError)."""
-    text = decode(data, mf.path)
     if mf.source == "sessions":
-        try:
-            from .sessions import render_transcript
-        except ImportError:
-            raise SourceError(f"{mf.path}: session transcripts are not supported yet") from None
-        return render_transcript(text, mf.path)
-    return SourceText(text)
+        from .sessions import render_transcript
+
+        # A transcript is read line by line: NUL bytes or bad UTF-8 spoil a line (skipped and
+        # logged there), not the whole file.
+        return render_transcript(data.decode("utf-8", errors="replace"), mf.path)
+    return SourceText(decode(data, mf.path))
 
 
 __all__ = ["render", "SourceError", "SourceText"]

@@ -1,0 +1,238 @@
+"""Agent session transcripts (JSONL) rendered as ``User: ...`` / ``Assistant: ...`` text.
+
+Formats understood, one JSON record a line:
+
+* OpenClaw: ``{"type": "message", "message": {"role", "content"}}``, content a string or a
+  list of parts (``{"type": "text", "text"}``, ``{"type": "toolCall", "name"}``, ...);
+* plain chat records ``{"role", "content"}`` (OpenAI style, with ``tool_calls``);
+* Claude Code (``{"type": "user"|"assistant", "message": {...}}``) and Codex
+  (``{"type": "response_item", "payload": {...}}``), which cost a few lines to support.
+
+Tool calls become ``Tool: <name>`` lines; tool results, reasoning, system prompts and images
+are dropped: their raw payloads are noise for search and the likeliest place for secrets.
+Every message is redacted before it is rendered. Lines that are not JSON (partial writes, a
+truncated last line, binary junk) are skipped and logged by number, never by content, and
+are picked up again on the next sync once the writer has finished them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from .markdown import SourceText
+from .redact import redact
+
+log = logging.getLogger(__name__)
+
+USER_ROLES = {"user", "human"}
+ASSISTANT_ROLES = {"assistant", "model", "ai", "bot"}
+TEXT_PARTS = {"text", "input_text", "output_text"}
+TOOL_CALL_PARTS = {
+    "toolCall",
+    "tool_call",
+    "tool_use",
+    "toolUse",
+    "server_tool_use",
+    "function_call",
+}
+# A transcript written to within this many seconds is a live conversation: it waits for the
+# delta thresholds. Once quiet, whatever was appended is indexed on the next sync, so the end
+# of a conversation is never left out.
+IDLE_FLUSH_SECONDS = 120.0
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffd]")
+_TOOL_NAME = re.compile(r"[^\w.:/-]")
+_NO_REPLY = {"NO_REPLY", '{"action":"NO_REPLY"}'}
+
+
+@dataclass(frozen=True)
+class Message:
+    line: int  # 1-based line of the JSONL file
+    role: str  # "user" | "assistant"
+    text: str  # redacted; "" when the message only called tools
+    tools: tuple[str, ...] = ()
+
+    def render(self) -> list[str]:
+        """The message's rendered lines (never empty for a parsed message)."""
+        label = "User" if self.role == "user" else "Assistant"
+        body = [ln for ln in self.text.split("\n") if ln.strip()] if self.text else []
+        lines = [f"{label}: {body[0]}", *body[1:]] if body else []
+        return lines + [f"Tool: {name}" for name in self.tools]
+
+
+def _clean(text: str) -> str:
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).strip()
+
+
+def _tool_name(value: Any) -> str:
+    name = _TOOL_NAME.sub("", str(value or ""))[:64]
+    return name or "tool"
+
+
+def _content(content: Any) -> tuple[list[str], list[str]]:
+    """(text pieces, tool names) of a message's content, whatever its shape."""
+    if isinstance(content, str):
+        return [content], []
+    texts: list[str] = []
+    tools: list[str] = []
+    if not isinstance(content, list):
+        return texts, tools
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict):
+            kind = part.get("type")
+            if kind in TEXT_PARTS and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            elif kind in TOOL_CALL_PARTS:
+                tools.append(_tool_name(part.get("name") or part.get("toolName")))
+            # tool results, thinking, reasoning, images: dropped on purpose
+    return texts, tools
+
+
+def _as_message(rec: Any) -> dict[str, Any] | None:
+    """The ``{role, content, ...}`` object inside a record, or None for other records."""
+    if not isinstance(rec, dict):
+        return None
+    kind = rec.get("type")
+    msg = rec.get("message")
+    if isinstance(msg, dict) and kind in (None, "message", "user", "assistant"):
+        if "role" not in msg and kind in ("user", "assistant"):
+            return {**msg, "role": kind}
+        return msg
+    payload = rec.get("payload")
+    if kind == "response_item" and isinstance(payload, dict):
+        if payload.get("type") == "function_call":
+            return {"role": "assistant", "tool_calls": [{"function": payload}]}
+        if payload.get("type") in (None, "message"):
+            return payload
+        return None
+    if "role" in rec and kind in (None, "message"):
+        return rec
+    return None
+
+
+def parse_record(rec: Any, line: int) -> Message | None:
+    """One JSON record -> a rendered-worthy Message, or None (not a user/assistant message)."""
+    msg = _as_message(rec)
+    if msg is None:
+        return None
+    role = str(msg.get("role") or "").lower()
+    if role in USER_ROLES:
+        role = "user"
+    elif role in ASSISTANT_ROLES:
+        role = "assistant"
+    else:  # system, developer, tool results
+        return None
+    texts, tools = _content(msg.get("content"))
+    for call in msg.get("tool_calls") or []:
+        if isinstance(call, dict):
+            fn = call.get("function")
+            tools.append(_tool_name(fn.get("name") if isinstance(fn, dict) else call.get("name")))
+    text = _clean("\n".join(t for t in texts if t))
+    if text in _NO_REPLY:
+        text = ""
+    if not text and not tools:
+        return None
+    return Message(line, role, redact(text), tuple(tools))
+
+
+def iter_messages(text: str, path: str = "") -> Iterator[Message]:
+    """The messages of a transcript in order; undecodable lines are skipped and logged."""
+    lines = text.split("\n")
+    bad: list[int] = []
+    for i, raw in enumerate(lines, 1):
+        raw = raw.strip().lstrip("\ufeff")
+        if not raw:
+            continue
+        try:
+            rec = json.loads(raw)
+        except (ValueError, RecursionError):
+            if i == len(lines):  # no newline yet: the writer is still on this line
+                log.debug("%s: line %d is incomplete, left for the next sync", path, i)
+            else:
+                bad.append(i)
+            continue
+        msg = parse_record(rec, i)
+        if msg is not None:
+            yield msg
+    if bad:
+        log.info(
+            "%s: skipped %d line(s) that are not JSON (first: line %d)", path, len(bad), bad[0]
+        )
+
+
+def render_messages(messages: list[Message]) -> SourceText:
+    out: list[str] = []
+    line_map: list[int] = []
+    for msg in messages:
+        rendered = msg.render()
+        out += rendered
+        line_map += [msg.line] * len(rendered)
+    return SourceText("\n".join(out), tuple(line_map))
+
+
+def render_transcript(text: str, path: str = "") -> SourceText:
+    """The redacted, rendered text of a transcript with its line map (rendered line ->
+    original 1-based JSONL line)."""
+    return render_messages(list(iter_messages(text, path)))
+
+
+# -- growing transcripts ------------------------------------------------------------------------
+
+
+def count_messages(data: bytes) -> int:
+    """Messages in complete (newline-terminated) JSONL lines of ``data``."""
+    n = 0
+    for raw in data.split(b"\n")[:-1]:
+        try:
+            rec = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        n += parse_record(rec, 0) is not None
+    return n
+
+
+SyncAction = Literal["index", "wait", "drop"]
+
+
+def sync_action(
+    path: Path,
+    size: int,
+    mtime: float,
+    indexed_size: int | None,
+    delta_bytes: int,
+    delta_messages: int,
+    retention_days: int = 0,
+    now: float | None = None,
+) -> SyncAction:
+    """What a sync should do with a transcript on disk.
+
+    ``drop``: older than the retention (by last write), so out of the index (never off disk).
+    ``wait``: it grew since it was indexed, but by less than both delta thresholds, and it is
+    still being written: the next sync past a threshold (or once quiet) indexes it.
+    ``index``: go on as for any file (new, rewritten, shrunk, past a threshold, or quiet).
+    Only the appended bytes are read to count messages, never the whole file.
+    """
+    now = time.time() if now is None else now
+    if retention_days > 0 and now - mtime > retention_days * 86400:
+        return "drop"
+    if indexed_size is None or size <= indexed_size:
+        return "index"
+    grown = size - indexed_size
+    if grown >= delta_bytes or now - mtime >= IDLE_FLUSH_SECONDS:
+        return "index"
+    try:
+        with path.open("rb") as fh:
+            fh.seek(indexed_size)
+            tail = fh.read(grown)
+    except OSError:
+        return "index"  # let the normal path report the problem
+    return "index" if count_messages(tail) >= delta_messages else "wait"
