@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 
 from .chunking import ChunkLimits
-from .embeddings.base import EmbeddingError, EmbeddingProvider
+from .embeddings.base import EmbeddingError, EmbeddingProvider, normalize
+from .embeddings.batch import batch_embedder_for
 from .embeddings.factory import create_fallback, create_provider
 from .index.schema import SCHEMA_VERSION
-from .index.store import Store
+from .index.store import Store, to_blob
 from .index.sync import (
     IndexContext,
     Progress,
@@ -254,6 +255,7 @@ class MemoryEngine:
             return 0
         before = report.embedded
         try:
+            self._backfill_with_batch_api()
             embed_pending(
                 self._writer,
                 self.provider,
@@ -273,6 +275,29 @@ class MemoryEngine:
                 self.fallback_reason = f"embedding failed: {exc}"
                 log.warning("%s; keyword search still works", self.fallback_reason)
         return report.embedded - before
+
+    def _backfill_with_batch_api(self) -> None:
+        """Large backfills through a provider's batch API (``remote.batchApi``): vectors land
+        in the embedding cache as each job's results arrive, then the regular vector phase
+        picks them up from there, so a crash loses nothing already paid for."""
+        batcher = batch_embedder_for(self.provider, self.settings.remote)
+        key = self._ctx.cache_key
+        if batcher is None or key is None:
+            return
+        with self._lock:
+            rows = self._writer.pending_chunks(10_000_000)
+            texts = {h: t for _, h, t in rows}
+            cached = self._writer.cache_get(key, list(texts))
+        todo = [h for h in texts if h not in cached]
+        if not batcher.should_use(len(todo)):
+            return
+
+        def land(start: int, vectors: np.ndarray) -> None:
+            items = [(todo[start + i], to_blob(v)) for i, v in enumerate(normalize(vectors))]
+            with self._lock, self._writer.transaction():
+                self._writer.cache_put(key, items)
+
+        batcher.embed([texts[h] for h in todo], on_vectors=land)
 
     def _batch_size(self) -> int:
         local = self.provider is not None and self.provider.id == "local"

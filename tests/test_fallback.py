@@ -60,3 +60,19 @@ def test_search_answers_with_keywords_when_embeddings_fail(ws: Path, tmp_path: P
         assert "sk-fallback-test-secret" not in resp.fallback_reason
         assert e.status()["fallbackReason"]
         e.close()
+
+
+def test_backfill_through_the_openai_batch_api(ws: Path, tmp_path: Path):
+    with StubServer(api_key="sk-fallback-test-secret", dims=16) as stub:
+        s = remote_settings(stub)
+        s.remote.batch_api = True
+        s.remote.batch_api_min_texts = 1
+        s.remote.batch_api_poll_ms = 1
+        e = MemoryEngine(ws, s, index_path=tmp_path / "i.sqlite")
+        report = e.sync()
+        chunks = e.status()["chunks"]
+        assert report.embedded == chunks and report.cache_hits == chunks
+        assert stub.count("/batches") >= 1 and stub.count("/files") >= 1
+        assert stub.count("/v1/embeddings") == 0  # nothing went through the synchronous endpoint
+        assert e.search("token bucket Redis").mode == "hybrid"
+        e.close()

@@ -234,14 +234,26 @@ def embed_pending(
         if not rows:
             break
         texts = {h: t for _, h, t in rows}
-        vecs = provider.embed_documents(list(texts.values()))
-        if vecs.shape[0] != len(texts):
-            raise ValueError("provider returned the wrong number of vectors")
-        by_hash = {h: to_blob(v) for h, v in zip(texts, vecs, strict=True)}
+        with lock:
+            # A batch-API backfill (or another process) may have paid for these already.
+            by_hash = store.cache_get(ctx.cache_key, list(texts))
+        report.cache_hits += len(by_hash)
+        todo = [h for h in texts if h not in by_hash]
+        dims = 0
+        if todo:
+            vecs = provider.embed_documents([texts[h] for h in todo])
+            if vecs.shape[0] != len(todo):
+                raise ValueError("provider returned the wrong number of vectors")
+            fresh = {h: to_blob(v) for h, v in zip(todo, vecs, strict=True)}
+            by_hash.update(fresh)
+            dims = int(vecs.shape[1])
+        else:
+            fresh = {}
+            dims = len(from_blob(next(iter(by_hash.values()))))
         with lock, store.transaction():
-            store.ensure_vec_table(int(vecs.shape[1]))
-            if ctx.cache_enabled:
-                store.cache_put(ctx.cache_key, list(by_hash.items()))
+            store.ensure_vec_table(dims)
+            if ctx.cache_enabled and fresh:
+                store.cache_put(ctx.cache_key, list(fresh.items()))
             live = store.still_pending([cid for cid, _, _ in rows])
             items = [(cid, by_hash[h]) for cid, h, _ in rows if cid in live]
             store.set_embeddings(items, ctx.cache_key[1])
