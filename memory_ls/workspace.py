@@ -116,6 +116,13 @@ class Workspace:
                     return MemoryFile(rel, self.root / rel, "sessions")
         return None
 
+    def is_memory_file(self, mf: MemoryFile) -> bool:
+        """True when a classified path exists on disk as a regular file inside the root."""
+        p = mf.abs_path
+        if p.is_symlink() or not p.is_file():
+            return False
+        return not any(q.is_symlink() for q in list(p.parents)[: mf.path.count("/")])
+
     def resolve(self, path: str | Path) -> MemoryFile:
         """A user-given path (absolute or relative) -> MemoryFile, or PathError saying why."""
         p = Path(path)

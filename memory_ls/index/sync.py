@@ -131,15 +131,17 @@ def sync_keyword(
 ) -> None:
     """Bring files, chunks and FTS in line with the disk (and open buffers)."""
     ws = ctx.workspace
-    found = {mf.path: mf for mf in ws.discover()}
-    for path in overlays:
-        if path not in found:
-            mf = ws.classify(path)
-            if mf:
-                found[path] = mf
+    if only is None:
+        found = {mf.path: mf for mf in ws.discover()}
+        candidates = overlays.keys() - found.keys()
+    else:
+        found, candidates = {}, set(only)  # a few known paths: no need to walk the tree
+    for path in candidates:
+        mf = ws.classify(path)
+        if mf and (path in overlays or ws.is_memory_file(mf)):
+            found[path] = mf
     states = store.file_states()
     if only is not None:
-        found = {p: m for p, m in found.items() if p in only}
         states = {p: s for p, s in states.items() if p in only}
     report.files = len(found)
     todo = sorted(found)
