@@ -1,0 +1,703 @@
+"""End-to-end tests of the language server: pytest-lsp over stdio against the real
+``python -m memory_ls serve`` and real workspaces on disk (keyword-only: no model)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.protocol import JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import register_lsp_features
+
+API_KEYS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY", "MISTRAL_API_KEY")
+
+
+# -- harness --------------------------------------------------------------------------------
+def _raw_converter():
+    """The test client keeps custom results as plain JSON (pygls makes namedtuples)."""
+    conv = default_converter()
+
+    def keep(obj: dict[str, Any], cls: type) -> Any:
+        obj.setdefault("result", None)
+        return cls(**obj)
+
+    conv.register_structure_hook(JsonRPCResponseMessage, keep)
+    return conv
+
+
+def make_client() -> LanguageClient:
+    client = LanguageClient(converter_factory=_raw_converter)
+    register_lsp_features(client)
+    client.registrations = []  # type: ignore[attr-defined]
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params: types.RegistrationParams) -> None:
+        client.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+
+    @client.feature(types.CLIENT_UNREGISTER_CAPABILITY)
+    def unregister(params: types.UnregistrationParams) -> None:
+        return None
+
+    return client
+
+
+def capabilities(*, watch: bool = True, config: bool = True,
+                 progress: bool = True) -> types.ClientCapabilities:
+    return types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(
+            configuration=config,
+            workspace_folders=True,
+            did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
+                dynamic_registration=watch, relative_pattern_support=True) if watch else None,
+            symbol=types.WorkspaceSymbolClientCapabilities(),
+            execute_command=types.ExecuteCommandClientCapabilities(),
+        ),
+        text_document=types.TextDocumentClientCapabilities(
+            synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
+            hover=types.HoverClientCapabilities(
+                content_format=[types.MarkupKind.Markdown, types.MarkupKind.PlainText]),
+            definition=types.DefinitionClientCapabilities(),
+            document_link=types.DocumentLinkClientCapabilities(tooltip_support=True),
+            document_symbol=types.DocumentSymbolClientCapabilities(
+                hierarchical_document_symbol_support=True),
+            publish_diagnostics=types.PublishDiagnosticsClientCapabilities(),
+        ),
+        window=types.WindowClientCapabilities(work_done_progress=progress),
+    )
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def make_workspace(root: Path) -> Path:
+    write(root, "MEMORY.md", "# Memory\n\nThe deploy key lives in the vault.\n"
+          "Prefer pnpm over npm for this repo.\n")
+    write(root, "memory/2026-01-05.md", "# Standup\n\n## Decisions\n\nWe chose PostgreSQL "
+          "for the ledger service.\nThe migration runs on Fridays.\n\n## Notes\n\n"
+          "Alice owns the billing dashboard.\n")
+    write(root, "memory/projects/rate-limits.md", "# Rate limits\n\nThe gateway uses a token "
+          "bucket with a burst of 200 requests.\nRetries back off from 500 ms to 8 s.\n")
+    write(root, "notes/README.md", "See memory/2026-01-05.md#L5-L6 and MEMORY.md#L3.\n")
+    return root
+
+
+def uri(p: Path) -> str:
+    return p.resolve().as_uri()
+
+
+Start = Callable[..., Awaitable[LanguageClient]]
+
+
+@pytest_asyncio.fixture
+async def start(tmp_path: Path) -> AsyncIterator[Start]:
+    clients: list[LanguageClient] = []
+
+    async def _start(*folders: Path, init_options: Any = None,
+                     caps: types.ClientCapabilities | None = None,
+                     config: dict[str, Any] | None = None, wait: bool = True) -> LanguageClient:
+        env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+               "XDG_CONFIG_HOME": str(tmp_path / "config"), "PYTHONUNBUFFERED": "1"}
+        for key in API_KEYS:
+            env.pop(key, None)
+        cfg = ClientServerConfig(
+            server_command=[sys.executable, "-m", "memory_ls", "serve"],
+            client_factory=make_client, server_env=env,
+        )
+        client = await cfg.start()
+        clients.append(client)
+        if config is not None:
+            client.set_configuration(config)
+        await client.initialize_session(types.InitializeParams(
+            capabilities=caps or capabilities(),
+            workspace_folders=[types.WorkspaceFolder(uri=uri(f), name=f.name) for f in folders],
+            initialization_options=init_options,
+        ))
+        if wait:
+            await wait_idle(client)
+        return client
+
+    yield _start
+    for client in clients:
+        try:
+            await asyncio.wait_for(client.shutdown_session(), 20)
+        finally:
+            await client.stop()
+
+
+async def request(client: LanguageClient, method: str, params: Any = None) -> Any:
+    return await asyncio.wait_for(client.protocol.send_request_async(method, params), 30)
+
+
+async def raw_request(client: LanguageClient, method: str, params: Any) -> Any:
+    """A request sent as raw JSON, bypassing the client's typed params (to send bad ones)."""
+    from concurrent.futures import Future
+
+    msg_id = f"raw-{time.monotonic_ns()}"
+    fut: Future[Any] = Future()
+    client.protocol._request_futures[msg_id] = fut
+    client.protocol._send_data(JsonRPCRequestMessage(
+        id=msg_id, method=method, jsonrpc="2.0", params=params))
+    return await asyncio.wait_for(asyncio.wrap_future(fut), 30)
+
+
+async def search(client: LanguageClient, query: str, **kw: Any) -> dict[str, Any]:
+    return await request(client, "memory/search", {"query": query, **kw})
+
+
+async def status(client: LanguageClient) -> dict[str, Any]:
+    return await request(client, "memory/status", {})
+
+
+async def wait_idle(client: LanguageClient, timeout: float = 30) -> dict[str, Any]:
+    """Until every folder's first sync is done and nothing is pending."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = await status(client)
+        folders = st.get("folders", [])
+        if folders and all(f.get("lastSync") and not f.get("syncing") and not f.get(
+                "pendingEdits") for f in folders):
+            return st
+        if time.monotonic() > deadline:
+            raise AssertionError(f"server never idle: {st}")
+        await asyncio.sleep(0.05)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 8) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.1)
+
+
+def paths(res: dict[str, Any]) -> list[str]:
+    return [r["path"] for r in res["results"]]
+
+
+def open_doc(client: LanguageClient, path: Path, text: str | None = None,
+             version: int = 1) -> str:
+    u = uri(path)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(
+            uri=u, language_id="markdown", version=version,
+            text=path.read_text() if text is None else text)))
+    return u
+
+
+def replace_all(client: LanguageClient, u: str, old: str, new: str, version: int) -> None:
+    """An incremental change replacing the whole of ``old`` with ``new``."""
+    lines = old.split("\n")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=u, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=0, character=0),
+                              end=types.Position(line=len(lines) - 1,
+                                                 character=len(lines[-1]))),
+            text=new)],
+    ))
+
+
+# -- tests ----------------------------------------------------------------------------------
+async def test_search_get_status(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    res = await search(client, "PostgreSQL ledger")
+    assert res["mode"] == "keyword"
+    assert res["results"], res
+    top = res["results"][0]
+    assert top["path"] == "memory/2026-01-05.md"
+    assert top["uri"] == uri(ws / "memory/2026-01-05.md")
+    assert top["citation"].startswith("memory/2026-01-05.md#L")
+    assert top["range"]["start"] == {"line": top["startLine"] - 1, "character": 0}
+    assert "tookMs" in res
+
+    got = await request(client, "memory/get", {"citation": "memory/2026-01-05.md#L5-L6"})
+    assert got["from"] == 5 and got["to"] == 6
+    assert "PostgreSQL" in got["text"] and got["totalLines"] >= 6
+    got = await request(client, "memory/get", {"path": "MEMORY.md", "from": 3, "lines": 1})
+    assert got["text"] == "The deploy key lives in the vault."
+
+    st = await status(client)
+    assert st["files"] == 3 and st["chunks"] >= 3
+    assert st["lastSync"]["files"] == 3
+    assert st["watch"] == "client"
+
+
+async def expect_invalid(client: LanguageClient, method: str, params: Any, field: str) -> str:
+    with pytest.raises(JsonRpcException) as exc_info:
+        await request(client, method, params)
+    err = exc_info.value
+    assert err.code == JsonRpcInvalidParams.CODE, err
+    assert field in err.message, err.message
+    return err.message
+
+
+async def test_invalid_params_name_the_field(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    write(tmp_path, "secret.md", "outside\n")
+    client = await start(ws)
+    await expect_invalid(client, "memory/search", {}, "query")
+    await expect_invalid(client, "memory/search", {"query": 3}, "query")
+    await expect_invalid(client, "memory/search", {"query": "x", "maxResults": "5"}, "maxResults")
+    await expect_invalid(client, "memory/search", {"query": "x", "maxResults": 0}, "maxResults")
+    await expect_invalid(client, "memory/search", {"query": "x", "minScore": 2}, "minScore")
+    await expect_invalid(client, "memory/search", {"query": "x", "sources": ["web"]}, "sources")
+    await expect_invalid(client, "memory/search", {"query": "x", "folder": "/nope"}, "folder")
+    await expect_invalid(client, "memory/search", [1, 2], "params")
+    await expect_invalid(client, "memory/get", {}, "path")
+    await expect_invalid(client, "memory/get", {"path": "MEMORY.md", "from": 0}, "from")
+    msg = await expect_invalid(client, "memory/get", {"path": "../secret.md"}, "path")
+    assert "outside" in msg
+    await expect_invalid(client, "memory/get", {"path": str(tmp_path / "secret.md")}, "path")
+    await expect_invalid(client, "memory/get", {"path": "notes/README.md"}, "path")
+    await expect_invalid(client, "memory/get", {"citation": "memory/gone.md#L1"}, "citation")
+    # A malformed standard request is refused too, and the server carries on.
+    with pytest.raises(JsonRpcException):
+        await raw_request(client, "textDocument/hover", {"textDocument": {"uri": "file:///x"}})
+    with pytest.raises(JsonRpcException) as exc_info:
+        await raw_request(client, "workspace/executeCommand",
+                          {"command": "memory.reindex", "arguments": [{"force": "yes"}]})
+    assert "force" in exc_info.value.message
+    assert (await search(client, "PostgreSQL"))["results"]
+
+
+async def test_edit_then_search_without_save_and_close_reverts(start: Start,
+                                                               tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    path = ws / "memory/projects/rate-limits.md"
+    old = path.read_text()
+    u = open_doc(client, path, old)
+    new = "# Rate limits\n\nThe gateway now uses a zeppelin scheduler.\n"
+    replace_all(client, u, old, new, version=2)
+    res = await search(client, "zeppelin scheduler")
+    assert paths(res) == ["memory/projects/rate-limits.md"], res
+    res = await search(client, "token bucket burst")
+    assert "memory/projects/rate-limits.md" not in paths(res)
+    # memory/get reads the buffer, not the disk.
+    got = await request(client, "memory/get", {"path": "memory/projects/rate-limits.md"})
+    assert got["text"] == new
+    assert path.read_text() == old  # the indexer never writes memory files
+
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=u)))
+    assert not (await search(client, "zeppelin scheduler"))["results"]
+    assert "memory/projects/rate-limits.md" in paths(await search(client, "token bucket burst"))
+
+
+async def test_save_indexes_saved_text(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    path = ws / "memory/fresh.md"
+    u = open_doc(client, path, "")
+    text = "# Fresh\n\nThe quokka migration is scheduled.\n"
+    path.write_text(text)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=u), text=text))
+    assert paths(await search(client, "quokka migration")) == ["memory/fresh.md"]
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=u)))
+    assert paths(await search(client, "quokka migration")) == ["memory/fresh.md"]
+
+
+async def test_external_write_via_client_watcher(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    regs = [r for r in client.registrations if r.method == "workspace/didChangeWatchedFiles"]
+    assert regs, client.registrations
+    globs = [w["globPattern"]["pattern"] for w in regs[0].register_options["watchers"]]
+    assert {"MEMORY.md", "memory/**/*.md"} <= set(globs)
+
+    new = write(ws, "memory/agent-note.md", "# Agent\n\nThe narwhal cache was flushed.\n")
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=uri(new), type=types.FileChangeType.Created)]))
+    assert paths(await search(client, "narwhal cache")) == ["memory/agent-note.md"]
+    new.unlink()
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=uri(new), type=types.FileChangeType.Deleted)]))
+    assert not (await search(client, "narwhal cache"))["results"]
+
+
+async def test_external_write_via_server_watcher(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws, caps=capabilities(watch=False))
+    assert (await status(client))["watch"] == "server"
+    write(ws, "memory/agent-note.md", "# Agent\n\nThe narwhal cache was flushed.\n")
+    t0 = time.monotonic()
+
+    async def indexed() -> bool:  # status does not sync: this waits for the background sync
+        return (await status(client))["files"] == 4
+
+    await eventually(indexed, timeout=5)
+    assert time.monotonic() - t0 < 3.5
+    assert paths(await search(client, "narwhal cache")) == ["memory/agent-note.md"]
+
+
+async def test_progress_notifications_in_order(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    for i in range(30):
+        write(ws, f"memory/bulk/{i:03}.md", f"# Note {i}\n\nbulk text number {i}\n")
+    client = await start(ws)
+    assert client.progress_reports, "no progress"
+    token, reports = next(iter(client.progress_reports.items()))
+    kinds = [r.kind for r in reports]
+    assert kinds[0] == "begin" and kinds[-1] == "end" and kinds.count("begin") == 1
+    assert set(kinds[1:-1]) <= {"report"} and "report" in kinds
+    assert "indexing" in reports[0].title
+    pcts = [r.percentage for r in reports if r.kind == "report" and r.percentage is not None]
+    assert pcts == sorted(pcts) and pcts[-1] == 100
+    assert any(r.message == "indexing 33/33" for r in reports if r.kind == "report")
+    assert "33 files" in reports[-1].message
+
+
+async def test_multi_root_keeps_results_apart(start: Start, tmp_path: Path) -> None:
+    a = make_workspace(tmp_path / "a")
+    b = tmp_path / "b"
+    write(b, "MEMORY.md", "# B\n\nThe PostgreSQL replica for project B is read-only.\n")
+    client = await start(a, b)
+    st = await status(client)
+    assert len(st["folders"]) == 2 and st["files"] == 4
+    res = await search(client, "PostgreSQL")
+    by_uri = {r["uri"] for r in res["results"]}
+    assert uri(b / "MEMORY.md") in by_uri and uri(a / "memory/2026-01-05.md") in by_uri
+    only_b = await search(client, "PostgreSQL", folder=uri(b))
+    assert [r["uri"] for r in only_b["results"]] == [uri(b / "MEMORY.md")]
+    assert not (await search(client, "ledger", folder=uri(b)))["results"]
+    # A relative path is found in the folder that has it.
+    got = await request(client, "memory/get", {"path": "MEMORY.md", "folder": uri(b)})
+    assert "replica" in got["text"]
+    got = await request(client, "memory/get", {"path": str(b / "MEMORY.md")})
+    assert "replica" in got["text"]
+
+    # Folders come and go.
+    c = tmp_path / "c"
+    write(c, "memory/c.md", "# C\n\nThe axolotl sprint starts Monday.\n")
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(
+            added=[types.WorkspaceFolder(uri=uri(c), name="c")],
+            removed=[types.WorkspaceFolder(uri=uri(b), name="b")])))
+
+    async def swapped() -> bool:
+        st = await status(client)
+        return [f["folder"] for f in st["folders"]] == [uri(a), uri(c)] and all(
+            f.get("lastSync") for f in st["folders"])
+
+    await eventually(swapped)
+    assert paths(await search(client, "axolotl sprint")) == ["memory/c.md"]
+    assert uri(b / "MEMORY.md") not in {r["uri"] for r in (await search(client, "replica"))[
+        "results"]}
+
+
+async def test_workspace_symbol(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    syms = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="PostgreSQL"))
+    assert syms
+    sym = syms[0]
+    assert sym.name == "Standup"
+    assert sym.container_name.startswith("memory/2026-01-05.md#L")
+    assert sym.location.uri == uri(ws / "memory/2026-01-05.md")
+    assert sym.location.range.start.character == 0
+    assert await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="")) == []
+
+
+CITING = (
+    "# Links\n"
+    "See memory/2026-01-05.md#L5-L6 for the decision.\n"
+    "Also [the rate limits](memory/projects/rate-limits.md#L3) and MEMORY.md#L3.\n"
+    "Broken: memory/missing.md#L1 and MEMORY.md#L99, half: MEMORY.md#L4-L40\n"
+    "Source: memory/2026-01-05.md#L10\n"
+)
+
+
+async def test_citations_definition_hover_links_diagnostics(start: Start,
+                                                            tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    doc = write(ws, "notes/citing.md", CITING)
+    u = open_doc(client, doc)
+    td = types.TextDocumentIdentifier(uri=u)
+
+    def pos(line: int, needle: str) -> types.Position:
+        return types.Position(line=line, character=CITING.split("\n")[line].index(needle) + 3)
+
+    locs = await client.text_document_definition_async(types.DefinitionParams(
+        text_document=td, position=pos(1, "memory/2026")))
+    assert locs and locs[0].uri == uri(ws / "memory/2026-01-05.md")
+    assert (locs[0].range.start.line, locs[0].range.end.line) == (4, 6)
+    # Inside a Markdown link, and a one-line citation.
+    locs = await client.text_document_definition_async(types.DefinitionParams(
+        text_document=td, position=pos(2, "memory/projects")))
+    assert locs[0].uri == uri(ws / "memory/projects/rate-limits.md")
+    assert (locs[0].range.start.line, locs[0].range.end.line) == (2, 3)
+    locs = await client.text_document_definition_async(types.DefinitionParams(
+        text_document=td, position=pos(4, "memory/2026")))
+    assert (locs[0].range.start.line, locs[0].range.end.line) == (9, 10)
+    # Not on a citation.
+    assert not await client.text_document_definition_async(types.DefinitionParams(
+        text_document=td, position=types.Position(line=0, character=2)))
+
+    hov = await client.text_document_hover_async(types.HoverParams(
+        text_document=td, position=pos(1, "memory/2026")))
+    assert hov and "PostgreSQL" in hov.contents.value and "#L5-L6" in hov.contents.value
+    assert hov.range.start.line == 1
+    hov = await client.text_document_hover_async(types.HoverParams(
+        text_document=td, position=pos(2, "MEMORY.md")))
+    assert "deploy key" in hov.contents.value
+
+    links = await client.text_document_document_link_async(
+        types.DocumentLinkParams(text_document=td))
+    targets = sorted(link.target for link in links)
+    assert uri(ws / "memory/2026-01-05.md") + "#L5-L6" in targets
+    assert uri(ws / "memory/projects/rate-limits.md") + "#L3" in targets
+    assert not any("missing" in t for t in targets)
+
+    async def diagnosed() -> bool:
+        return len(client.diagnostics.get(u, [])) == 3
+
+    await eventually(diagnosed)
+    msgs = sorted(d.message for d in client.diagnostics[u])
+    assert any("memory/missing.md" in m and "no such" in m for m in msgs)
+    assert any("MEMORY.md#L99" in m and "past the end" in m for m in msgs)
+    assert any("MEMORY.md#L4-L40" in m for m in msgs)
+    assert all(d.range.start.line == 3 for d in client.diagnostics[u])
+
+    # Fix the document: the diagnostics go away.
+    replace_all(client, u, CITING, "# Links\nSee MEMORY.md#L3.\n", version=2)
+
+    async def cleared() -> bool:
+        return not client.diagnostics.get(u, [None])
+
+    await eventually(cleared)
+
+
+async def test_document_symbols(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    text = ("# Standup\n\n## Decisions\n\n```\n# not a heading\n```\n"
+            "### Deep ✨ one\n\n## Notes\n\ntext\n")
+    u = open_doc(client, ws / "memory/2026-01-05.md", text)
+    syms = await client.text_document_document_symbol_async(types.DocumentSymbolParams(
+        text_document=types.TextDocumentIdentifier(uri=u)))
+    assert [s.name for s in syms] == ["Standup"]
+    kids = syms[0].children
+    assert [k.name for k in kids] == ["Decisions", "Notes"]
+    assert [k.name for k in kids[0].children] == ["Deep ✨ one"]
+    assert kids[0].range.start.line == 2 and kids[0].range.end.line == 8
+    # UTF-16 columns: the sparkle is one code point, one UTF-16 unit, not two.
+    assert kids[0].children[0].selection_range.end.character == len("### Deep ✨ one")
+
+
+async def test_commands(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    st = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memory.status"))
+    assert st["files"] == 3
+    res = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memory.sync"))
+    assert res["folders"][0]["report"]["full"] is False
+    res = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memory.reindex", arguments=[{"force": True}]))
+    report = res["folders"][0]["report"]
+    assert report["full"] is True and report["files"] == 3 and report["indexed"] == 3
+    assert paths(await search(client, "PostgreSQL"))
+
+
+async def test_rapid_changes_and_concurrent_searches(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    path = ws / "memory/typing.md"
+    u = open_doc(client, path, "")
+    text = ""
+    for i in range(1000):  # one keystroke at a time, appended at the end
+        piece = f"w{i} " if i % 10 else "\n"
+        lines = text.split("\n")
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=u, version=i + 2),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(
+                    start=types.Position(line=len(lines) - 1, character=len(lines[-1])),
+                    end=types.Position(line=len(lines) - 1, character=len(lines[-1]))),
+                text=piece)]))
+        text += piece
+    res = await search(client, "w999")
+    assert paths(res) == ["memory/typing.md"]
+    got = await request(client, "memory/get", {"path": "memory/typing.md"})
+    assert got["text"] == text
+
+    t0 = time.monotonic()
+    answers = await asyncio.gather(*(search(client, q) for q in
+                                     ["PostgreSQL", "vault", "token bucket", "w501"] * 25))
+    assert len(answers) == 100 and all(a["results"] for a in answers)
+    assert time.monotonic() - t0 < 20
+    assert (await status(client))["openDocuments"] == ["memory/typing.md"]
+
+
+async def test_search_during_full_rebuild_is_answered(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    filler = "\n".join(f"line {j} of padding text about topic {j % 17}" for j in range(200))
+    for i in range(600):
+        write(ws, f"memory/bulk/{i:04}.md", f"# Bulk {i}\n\n{filler}\n")
+    client = await start(ws)
+    rebuild = asyncio.ensure_future(client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memory.reindex", arguments=[{"force": True}])))
+    answered_during = 0
+    while not rebuild.done():
+        t0 = time.monotonic()
+        res = await search(client, "PostgreSQL ledger")
+        assert paths(res)[:1] == ["memory/2026-01-05.md"]
+        assert time.monotonic() - t0 < 2
+        if not rebuild.done():
+            answered_during += 1
+        await asyncio.sleep(0.05)
+    assert answered_during >= 1, "the rebuild finished before any search ran"
+    assert (await rebuild)["folders"][0]["report"]["full"] is True
+
+
+async def test_cancel_slow_search(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    filler = "\n".join(f"line {j} of padding text about topic {j % 17}" for j in range(300))
+    for i in range(300):
+        write(ws, f"memory/bulk/{i:04}.md", f"# Bulk {i}\n\n{filler}\n")
+    client = await start(ws)
+    for i in range(300):  # every file changed: the next sync holds the writer for a while
+        write(ws, f"memory/bulk/{i:04}.md", f"# Bulk {i} v2\n\n{filler}\n")
+    sync = asyncio.ensure_future(client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memory.sync")))
+
+    async def syncing() -> bool:
+        return bool((await status(client))["syncing"])
+
+    await eventually(syncing)
+    # An edit is pending, so this search waits for the writer: a slow search.
+    path = ws / "memory/projects/rate-limits.md"
+    u = open_doc(client, path)
+    replace_all(client, u, path.read_text(), "# Rate limits\n\nquasar\n", version=2)
+    slow = asyncio.ensure_future(client.protocol.send_request_async(
+        "memory/search", {"query": "quasar"}, msg_id="slow-search"))
+    await asyncio.sleep(0.1)
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id="slow-search"))
+    with pytest.raises(JsonRpcException) as exc_info:
+        await asyncio.wait_for(slow, 10)
+    assert exc_info.value.code == -32800
+    assert not sync.done(), "the sync ended first: the search was not slow"
+    await sync
+    # The edit the cancelled search waited for was not lost.
+    assert paths(await search(client, "quasar")) == ["memory/projects/rate-limits.md"]
+
+
+async def test_settings_from_init_options_and_configuration(start: Start,
+                                                            tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(
+        ws,
+        init_options={"memory": {"query": {"maxResults": 2}, "bogus": 1}},
+        config={"memory": {"query": {"minScore": 0}}},
+    )
+    res = await search(client, "the")
+    assert len(res["results"]) <= 2
+    # A bad setting is reported by name, once, not fatal.
+    assert [m for m in client.messages if "bogus" in m.message]
+    st = await status(client)
+    assert any("bogus" in p for p in st["settingsProblems"])
+
+    # An open buffer with unsaved text survives the engine reload.
+    path = ws / "memory/projects/rate-limits.md"
+    u = open_doc(client, path)
+    replace_all(client, u, path.read_text(), "# Rate limits\n\nUnsaved pulsar note.\n", 2)
+    assert paths(await search(client, "pulsar")) == ["memory/projects/rate-limits.md"]
+
+    # The client's configuration changes: a chunking change rebuilds the index safely.
+    client.set_configuration({"memory": {"query": {"minScore": 0}, "chunking": {
+        "tokens": 64, "overlap": 8}}})
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings=None))
+
+    async def rebuilt() -> bool:
+        ls = (await status(client)).get("lastSync") or {}
+        return ls.get("full") is True and ls.get("reason") == "settings"
+
+    await eventually(rebuilt)
+    assert paths(await search(client, "PostgreSQL"))
+    assert paths(await search(client, "pulsar")) == ["memory/projects/rate-limits.md"]
+    assert any("reopening the index" in m.message for m in client.log_messages)
+
+
+async def test_settings_file_change_reloads(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws, init_options={"query": {"minScore": 0}})
+    assert len((await search(client, "the"))["results"]) > 1
+    toml = write(ws, ".memory-ls.toml", "[query]\nmaxResults = 1\n")
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=uri(toml), type=types.FileChangeType.Created)]))
+
+    async def one_result() -> bool:
+        return len((await search(client, "the"))["results"]) == 1
+
+    await eventually(one_result)
+
+
+async def test_degradation_shown_once(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws, init_options={"provider": "openai"})
+    for _ in range(3):
+        res = await search(client, "PostgreSQL")
+        assert res["mode"] == "keyword" and res["fallbackReason"]
+    shown = [m for m in client.messages if "keyword-only" in m.message]
+    assert len(shown) == 1, client.messages
+    assert "OPENAI_API_KEY" in shown[0].message
+
+
+async def test_exit_without_shutdown_loses_nothing(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    client.exit(None)
+    assert client._server is not None
+    rc = await asyncio.wait_for(client._server.wait(), 10)
+    assert rc == 1  # exit without shutdown, as the spec says
+    client.capabilities = None  # nothing more to shut down
+
+    again = await start(ws)
+    st = await status(again)
+    assert st["files"] == 3 and st["lastSync"]["indexed"] == 0  # all unchanged on disk
+    assert paths(await search(again, "PostgreSQL"))
+
+
+@pytest.mark.model
+async def test_vectors_follow_edits_in_background(start: Start, tmp_path: Path) -> None:
+    from model_util import ensure_test_model
+
+    model = ensure_test_model()
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws, init_options={"provider": "local",
+                                           "local": {"modelPath": str(model)}})
+
+    async def embedded() -> bool:
+        st = await status(client)
+        return st["chunks"] > 0 and st["pendingEmbeddings"] == 0
+
+    await eventually(embedded, timeout=60)
+    path = ws / "memory/projects/rate-limits.md"
+    old = path.read_text()
+    u = open_doc(client, path, old)
+    replace_all(client, u, old, old + "\n## Quotas\n\nEach tenant gets 5 GB of storage.\n", 2)
+    res = await search(client, "tenant storage quota")
+    assert paths(res)[:1] == ["memory/projects/rate-limits.md"]
+    await eventually(embedded, timeout=60)
+    res = await search(client, "how much disk space does a customer get")
+    assert res["mode"] == "hybrid" and "memory/projects/rate-limits.md" in paths(res)

@@ -1,0 +1,104 @@
+"""Unit tests of the server's pure parts: param validation and LSP conversions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.workspace.position_codec import PositionCodec
+
+from memory_ls.search.results import SearchHit, SearchResponse
+from memory_ls.server import convert, protocol
+from memory_ls.server.watch import memory_globs, watch_dirs
+from memory_ls.settings import Settings
+
+
+def test_parse_search_defaults_and_fields() -> None:
+    p = protocol.parse_search({"query": "x", "maxResults": 3.0, "minScore": 0,
+                               "sources": "memory", "pathPrefix": "memory/", "extra": 1})
+    assert (p.max_results, p.min_score, p.sources, p.path_prefix) == (3, 0.0, ["memory"],
+                                                                      "memory/")
+    assert protocol.parse_search([{"query": "y"}]).query == "y"
+    for params, field in [({"query": "x", "maxResults": True}, "maxResults"),
+                          ({"query": "x", "maxResults": 1.5}, "maxResults"),
+                          ({"query": "x", "minScore": float("nan")}, "minScore"),
+                          ({"query": "x", "sources": []}, "sources"),
+                          ({"query": "x", "mode": "fuzzy"}, "mode"),
+                          ({"query": "x", "pathPrefix": 3}, "pathPrefix"),
+                          ({"query": "x" * 3000}, "query"),
+                          ("query", "params")]:
+        with pytest.raises(JsonRpcInvalidParams) as exc_info:
+            protocol.parse_search(params)
+        assert f"memory/search: {field}:" in exc_info.value.message
+
+
+def test_parse_get_and_sync() -> None:
+    g = protocol.parse_get({"citation": " memory/a.md#L2-L4 ", "from": 2})
+    assert (g.target, g.start, g.lines) == ("memory/a.md#L2-L4", 2, None)
+    with pytest.raises(JsonRpcInvalidParams, match="lines"):
+        protocol.parse_get({"path": "MEMORY.md", "lines": -1})
+    assert protocol.parse_sync([], "memory.reindex").force is False
+    assert protocol.parse_sync([True], "memory.reindex").force is True
+    assert protocol.parse_sync([{"force": True}], "memory.reindex").force is True
+    with pytest.raises(JsonRpcInvalidParams, match="force"):
+        protocol.parse_sync([{"force": 1}], "memory.reindex")
+
+
+def hit(path: str, score: float, snippet: str = "text") -> SearchHit:
+    return SearchHit(path, 1, 2, score, snippet, "memory", f"{path}#L1-L2")
+
+
+def test_merge_search_orders_by_score_then_folder() -> None:
+    a, b = Path("/a"), Path("/b")
+    answers = [
+        (a, SearchResponse([hit("x.md", 0.5), hit("y.md", 0.9)], "keyword", None)),
+        (b, SearchResponse([hit("z.md", 0.9)], "hybrid", {"id": "local", "model": "m"},
+                           fallback_reason="slow")),
+    ]
+    out = convert.merge_search(answers, 2, 1.234)
+    assert [r["uri"] for r in out["results"]] == ["file:///a/y.md", "file:///b/z.md"]
+    assert out["mode"] == "hybrid" and out["provider"]["id"] == "local"
+    assert out["fallbackReason"] == "slow" and out["tookMs"] == 1.23
+
+
+def test_symbol_names() -> None:
+    assert convert.symbol_name("intro\n## Heading ##\nbody") == ("Heading", True)
+    assert convert.symbol_name("\n\n  first line  \nsecond") == ("first line", False)
+    assert convert.symbol_name("") == ("(empty)", False)
+    sym = convert.hit_symbol(Path("/w"), hit("memory/x.md", 1, "# Title\nbody"))
+    assert sym.name == "Title" and sym.container_name == "memory/x.md#L1-L2"
+    assert (sym.location.range.start.line, sym.location.range.end.line) == (0, 2)
+
+
+def test_citation_at_and_utf16_ranges() -> None:
+    line = "😀 see [x](memory/a.md#L3-L9) and MEMORY.md#L10"
+    start, end, cite = convert.citation_at(line, line.index("memory/a") + 2)
+    assert (cite.path, cite.start, cite.end) == ("memory/a.md", 3, 9)
+    assert convert.citation_at(line, 1) is None
+    rng = convert.span_range([line], 0, start, end, PositionCodec())
+    assert rng.start.character == start + 1  # the emoji is two UTF-16 units
+    spans = list(convert.citation_spans(["no cite", line]))
+    assert [(s.line, s.citation.path) for s in spans] == [(1, "memory/a.md"), (1, "MEMORY.md")]
+
+
+def test_heading_symbols_tree() -> None:
+    lines = ["# A", "## B", "~~~", "## not", "~~~", "### C", "# D", "text"]
+    syms = convert.heading_symbols(lines, PositionCodec())
+    assert [s.name for s in syms] == ["A", "D"]
+    assert [c.name for c in syms[0].children] == ["B"]
+    assert [c.name for c in syms[0].children[0].children] == ["C"]
+    assert syms[0].range.end.line == 5 and syms[1].range.end.line == 7
+
+
+def test_watch_globs_and_dirs(tmp_path: Path) -> None:
+    s = Settings()
+    s.extra_paths = ["docs/notes", "./TODO.md"]
+    s.sources = ["memory", "sessions"]
+    s.sessions.globs = ["agents/*/sessions/*.jsonl"]
+    globs = memory_globs(s)
+    assert globs[:3] == ["MEMORY.md", "memory.md", "memory/**/*.md"]
+    assert {"docs/notes/**/*.md", "TODO.md", "agents/*/sessions/*.jsonl"} <= set(globs)
+    dirs = dict(watch_dirs(tmp_path, s))
+    assert dirs[tmp_path] is False and dirs[tmp_path / "memory"] is True
+    assert dirs[tmp_path / "docs/notes"] is True and dirs[tmp_path / "agents"] is True
