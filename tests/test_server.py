@@ -518,6 +518,25 @@ async def test_commands(start: Start, tmp_path: Path) -> None:
     assert paths(await search(client, "PostgreSQL"))
 
 
+async def test_save_session_command_writes_and_indexes_a_note(start: Start,
+                                                              tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    write(ws, "sessions/chat.jsonl",
+          '{"role": "user", "content": "How should we shard the walrus telemetry table?"}\n'
+          '{"role": "assistant", "content": "Shard walrus telemetry by device id."}\n')
+    client = await start(ws)
+    res = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memory.saveSession",
+        arguments=[{"transcript": "sessions/chat.jsonl", "source": "test"}]))
+    assert res["path"].startswith("memory/") and res["path"].endswith(".md")
+    note = (ws / res["path"]).read_text()
+    assert note.startswith("# Session: ") and "walrus telemetry" in note
+    assert res["path"] in paths(await search(client, "walrus telemetry"))
+    with pytest.raises(JsonRpcException):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="memory.saveSession", arguments=[{"transcript": "nope.jsonl"}]))
+
+
 async def test_rapid_changes_and_concurrent_searches(start: Start, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
     client = await start(ws)

@@ -249,6 +249,10 @@ def build_server() -> MemoryLanguageServer:
         folder = protocol.parse_status(args[0] if args else None, protocol.CMD_STATUS)
         return await server.svc().status(folder, protocol.CMD_STATUS)
 
+    @server.command(protocol.CMD_SAVE_SESSION)
+    async def cmd_save_session(*args: Any) -> Any:
+        return await server.svc().save_session(protocol.parse_save_session(args))
+
     # -- standard requests ------------------------------------------------------------------
     @server.feature(types.WORKSPACE_SYMBOL)
     async def workspace_symbol(params: types.WorkspaceSymbolParams

@@ -20,7 +20,8 @@ STATUS = "memory/status"
 CMD_REINDEX = "memory.reindex"
 CMD_SYNC = "memory.sync"
 CMD_STATUS = "memory.status"
-COMMANDS = (CMD_REINDEX, CMD_SYNC, CMD_STATUS)
+CMD_SAVE_SESSION = "memory.saveSession"
+COMMANDS = (CMD_REINDEX, CMD_SYNC, CMD_STATUS, CMD_SAVE_SESSION)
 
 SOURCES = ("memory", "sessions")
 MODES = ("auto", "hybrid", "keyword", "vector")
@@ -55,6 +56,30 @@ class GetParams:
 class SyncParams:
     force: bool = False
     folder: str | None = None
+
+
+@dataclass(frozen=True)
+class SaveSessionParams:
+    transcript: str  # a path (relative to the folder) or a file URI
+    messages: int = 15
+    source: str | None = None
+    folder: str | None = None
+
+
+def parse_save_session(arguments: Any) -> SaveSessionParams:
+    """``memory.saveSession`` arguments: ``[{transcript, messages?, source?, folder?}]``."""
+    method = CMD_SAVE_SESSION
+    args = list(arguments or [])
+    data = _object(method, args[0] if len(args) == 1 else args)
+    transcript = _opt_str(method, data, "transcript")
+    if not transcript:
+        raise invalid(method, "transcript", "required: the path of a JSONL transcript")
+    return SaveSessionParams(
+        transcript=transcript,
+        messages=_opt_int(method, data, "messages", 1, 1000) or 15,
+        source=_opt_str(method, data, "source"),
+        folder=_opt_str(method, data, "folder"),
+    )
 
 
 def _object(method: str, params: Any) -> dict[str, Any]:

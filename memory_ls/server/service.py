@@ -26,12 +26,13 @@ from .. import __version__
 from ..engine import MemoryEngine
 from ..search.citations import Citation, parse_citation
 from ..search.results import Excerpt, SearchResponse
+from ..session_writer import save_session
 from ..settings import Settings, to_dict
 from ..settings import load as load_settings
 from ..sources import SourceError
 from ..workspace import PathError
 from . import convert
-from .protocol import GetParams, SearchParams, invalid
+from .protocol import CMD_SAVE_SESSION, GetParams, SaveSessionParams, SearchParams, invalid
 from .watch import SETTINGS_FILE, ServerWatcher, memory_globs
 from .workers import Folder, FolderHooks, FolderUnavailable
 
@@ -470,6 +471,25 @@ class MemoryService:
             {"folder": f.uri, "report": r.to_json() if r is not None else None}
             for f, r in zip(folders, reports, strict=True)
         ]}
+
+    async def save_session(self, p: SaveSessionParams) -> dict[str, Any]:
+        """Write a session note from a transcript (never overwriting), then index it."""
+        folders = self._select(p.folder, CMD_SAVE_SESSION)
+        if not folders:
+            raise invalid(CMD_SAVE_SESSION, "folder", "no workspace folder is open")
+        folder = folders[0]
+        transcript = Path(to_fs_path(p.transcript) if p.transcript.startswith("file:")
+                          else p.transcript)
+        if not transcript.is_absolute():
+            transcript = folder.root / transcript
+        if not transcript.is_file():
+            raise invalid(CMD_SAVE_SESSION, "transcript", f"no such file: {transcript}")
+        async with folder.use() as engine:
+            path = await folder.read(
+                save_session, engine.root, transcript, p.messages, p.source, engine.settings)
+        await self._sync_with_progress(folder, "session-save", False)
+        rel = path.relative_to(folder.root).as_posix()
+        return {"path": rel, "uri": path.as_uri()}
 
     # -- requests ---------------------------------------------------------------------------
     async def _search_folders(self, p: SearchParams, method: str,
