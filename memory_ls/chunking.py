@@ -116,7 +116,19 @@ def chunk_lines(
     return chunks
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines as editors number them: a final newline ends the last line, it does not start
+    a new one, and a CRLF line ending is not part of the line."""
+    lines = text.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
 def chunk_text(
     text: str, limits: ChunkLimits, line_numbers: list[int] | None = None
 ) -> list[Chunk]:
-    return chunk_lines(text.split("\n"), limits, line_numbers)
+    lines = split_lines(text)
+    if line_numbers is not None:
+        line_numbers = line_numbers[: len(lines)]
+    return chunk_lines(lines, limits, line_numbers)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .chunking import ChunkLimits
+from .chunking import ChunkLimits, split_lines
 from .embeddings.base import EmbeddingError, EmbeddingProvider, normalize
 from .embeddings.batch import batch_embedder_for
 from .embeddings.factory import create_fallback, create_provider
@@ -471,7 +471,7 @@ class MemoryEngine:
             text, line_map = self.read_text(path)
         except SourceError as exc:
             raise PathError(str(exc)) from exc
-        rendered = text.split("\n")
+        rendered = split_lines(text)
         if line_map:  # a transcript: cite and return original JSONL line numbers
             total = max(line_map) if line_map else 0
             first = start or 1
@@ -503,6 +503,8 @@ class MemoryEngine:
             "root": str(self.root),
             "indexPath": str(self.index_path),
             **counts,
+            # Keyword-only mode embeds nothing, so nothing is waiting for a vector.
+            "pendingEmbeddings": counts["pendingEmbeddings"] if p else 0,
             "provider": {"id": p.id, "model": p.model, "dims": p.dims} if p else None,
             "providerStats": p.stats.snapshot() if p and hasattr(p, "stats") else None,
             "mode": "hybrid" if p else "keyword",

@@ -189,7 +189,7 @@ def test_get_by_path_and_citation(engine: MemoryEngine):
         "We chose token bucket rate limiting backed by Redis.",
         "The limit is 100 requests per minute per key.",
     ]
-    assert (ex.from_line, ex.to_line, ex.total_lines) == (3, 4, 9)
+    assert (ex.from_line, ex.to_line, ex.total_lines) == (3, 4, 8)
     ex = engine.get("MEMORY.md", start=3, lines=1)
     assert ex.text == "User prefers dark mode in every editor."
     for bad in ("../outside.md", "/etc/passwd", "README.md", "memory/missing.md"):
@@ -323,3 +323,15 @@ def test_query_filters(engine: MemoryEngine):
     assert paths(engine.search("Redis -bucket")) == []
     assert paths(engine.search("requests +retry-after")) == ["memory/2026-01-10-api-design.md"]
     assert paths(engine.search("rate", path_prefix="MEMORY")) == []
+
+
+def test_line_numbers_match_the_editor(tmp_path: Path):
+    root = tmp_path / "lines"
+    write(root, "memory/crlf.md", "# T\r\n\r\nalpha line\r\nomega line\r\n")
+    e = keyword_engine(root, tmp_path)
+    hit = e.search("omega").results[0]
+    assert (hit.start_line, hit.end_line) == (1, 4)
+    ex = e.get("memory/crlf.md")
+    assert ex.total_lines == 4 and ex.text.splitlines()[-1] == "omega line"
+    assert "\r" not in ex.text
+    e.close()

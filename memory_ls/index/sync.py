@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..chunking import ChunkLimits, chunk_text
+from ..chunking import ChunkLimits, chunk_text, split_lines
 from ..embeddings.base import EmbeddingProvider
 from ..sources import SourceError, render
 from ..sources.dates import file_date
@@ -82,7 +82,7 @@ def index_text(
         report.skipped.append(str(exc))
         _drop(store, ctx, mf.path)
         return
-    lines = src.text.split("\n")
+    lines = split_lines(src.text)
     chunks = chunk_text(src.text, ctx.limits, list(src.line_map) if src.line_map else None)
     known = store.chunk_embeddings(mf.path)
     if ctx.cache_key and ctx.cache_enabled:

@@ -1,0 +1,158 @@
+"""Helpers shared by bench/eval.py and bench/perf.py (no side effects on import)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as `python bench/eval.py` from a checkout
+    sys.path.insert(0, str(REPO))
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (q in 0..100); nan for no values."""
+    if not values:
+        return float("nan")
+    xs = sorted(values)
+    if len(xs) == 1:
+        return xs[0]
+    pos = (len(xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (Linux reports KiB, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def file_size_mb(path: Path) -> float:
+    """Size of a SQLite file plus its -wal and -shm side files."""
+    total = 0
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if p.exists():
+            total += p.stat().st_size
+    return total / (1024 * 1024)
+
+
+class Timer:
+    def __enter__(self) -> Timer:
+        self.t0 = time.perf_counter()
+        self.s = 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.s = time.perf_counter() - self.t0
+
+    @property
+    def ms(self) -> float:
+        return self.s * 1000
+
+
+def parse_value(raw: str) -> Any:
+    """`true`, `0.5`, `[1, 2]`, `"x"` as JSON; anything else as a plain string."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
+    """["query.hybrid.vectorWeight=0.5", ...] -> nested camelCase mapping for settings.apply."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
+        parts = key.strip().split(".")
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise SystemExit(f"--set {key}: conflicts with another --set")
+        node[parts[-1]] = parse_value(raw.strip())
+    return out
+
+
+def apply_overrides(settings: Any, overrides: dict[str, Any]) -> None:
+    """Apply overrides to a Settings object; a bad key or value stops the benchmark."""
+    from memory_ls.settings import apply
+
+    problems = apply(settings, overrides)
+    if problems:
+        raise SystemExit("settings overrides rejected:\n  " + "\n  ".join(problems))
+
+
+def sha_files(paths: Iterable[Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(str(p.relative_to(REPO) if p.is_relative_to(REPO) else p).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    def cell(v: Any) -> str:
+        if v is None:
+            return "-"
+        if isinstance(v, float):
+            if v != v:  # nan
+                return "-"
+            return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+        return str(v)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+class SharedProvider:
+    """Wraps a provider so that closing an engine does not close the shared model."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def close(self) -> None:  # the owner closes the inner provider once, at the end
+        pass
+
+
+def find_default_model() -> Path | None:
+    """A local GGUF embedding model to use when --model is not given, or None.
+
+    Looks where `memory-ls model pull` puts it (the user cache) and where the test suite
+    builds it (<repo>/.cache/models/). Call before XDG_CACHE_HOME is redirected."""
+    try:
+        from memory_ls.models import default_model_path
+
+        p = default_model_path()
+        if p.is_file():
+            return p
+    except Exception:  # models.py missing or broken: just look in the repo cache
+        pass
+    found = sorted(
+        (REPO / ".cache" / "models").glob("all-MiniLM-L6-v2*.gguf"), key=lambda p: p.stat().st_mtime
+    )
+    return found[-1] if found else None
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def env_isolate(tmp: Path) -> None:
+    """Point the user cache and config folders at a temp dir so the engine never touches ours."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp / "xdg-cache")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp / "xdg-config")
