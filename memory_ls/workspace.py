@@ -32,14 +32,27 @@ def _skip_dir(name: str) -> bool:
     return name.startswith(".") or name in SKIP_DIRS
 
 
-def _walk_md(folder: Path) -> list[Path]:
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d))
-        for name in sorted(filenames):
-            p = Path(dirpath) / name
-            if name.endswith(".md") and not name.startswith(".") and not p.is_symlink():
-                found.append(p)
+def _walk_md(folder: Path, rel: str) -> list[tuple[str, Path]]:
+    """(relative path, absolute path) of the Markdown files under ``folder``, sorted.
+
+    os.scandir answers "is this a directory / a symlink" from the directory listing itself,
+    which keeps a no-op sync of 10k files well under a second (Path.resolve per file did not).
+    """
+    found: list[tuple[str, Path]] = []
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        log.warning("cannot list %s: %s", folder, exc)
+        return found
+    for entry in entries:
+        name = entry.name
+        if name.startswith(".") or entry.is_symlink():
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if name not in SKIP_DIRS:
+                found += _walk_md(Path(entry.path), f"{rel}/{name}")
+        elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+            found.append((f"{rel}/{name}", Path(entry.path)))
     return found
 
 
@@ -75,15 +88,20 @@ class Workspace:
                     add(p, "memory")
             mem = self.root / MEMORY_DIR
             if mem.is_dir() and not mem.is_symlink():
-                for p in _walk_md(mem):
-                    add(p, "memory")
+                for rel, p in _walk_md(mem, MEMORY_DIR):
+                    files.setdefault(rel, MemoryFile(rel, p, "memory"))
             for extra in self.settings.extra_paths:
                 p = (self.root / extra).expanduser()
                 if p.is_symlink():
                     continue
                 if p.is_dir():
-                    for q in _walk_md(p):
-                        add(q, "memory")
+                    try:
+                        base = self.rel(p.resolve())
+                    except ValueError:
+                        log.warning("extraPaths: %s is outside the workspace; skipped", extra)
+                        continue
+                    for rel, q in _walk_md(p, base):
+                        files.setdefault(rel, MemoryFile(rel, q, "memory"))
                 elif p.suffix == ".md":
                     add(p, "memory")
         if "sessions" in self.settings.sources:

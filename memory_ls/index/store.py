@@ -318,18 +318,6 @@ class Store:
             (expr, limit),
         ).fetchall()
 
-    def fts_ranks(self, expr: str, ids: Sequence[int]) -> dict[int, float]:
-        """bm25 ranks of the given chunks for the query (chunks that do not match are left out)."""
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        rows = self.conn.execute(
-            "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
-            f"AND rowid IN ({marks})",
-            (expr, *ids),
-        ).fetchall()
-        return dict(rows)
-
     def vec_search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine distance) by sqlite-vec KNN (never ORDER BY a distance function)."""
         if not self.has_vec_table:
