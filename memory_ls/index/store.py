@@ -300,14 +300,27 @@ class Store:
         return out
 
     def all_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
-        rows = self.conn.execute(
-            "SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL ORDER BY id"
-        ).fetchall()
-        if not rows:
+        """Every chunk vector as (ids, matrix), filled in place: the vectors are held once,
+        not three times (row list, joined bytes, matrix) as a naive load would."""
+        n, dims = self.conn.execute(
+            "SELECT count(*), max(length(embedding)) / 4 FROM chunks WHERE embedding IS NOT NULL"
+        ).fetchone()
+        if not n:
             return np.zeros(0, dtype=np.int64), np.zeros((0, self.dims or 1), dtype=np.float32)
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-        return ids, mat.reshape(len(rows), -1)
+        ids = np.empty(n, dtype=np.int64)
+        mat = np.empty((n, int(dims)), dtype=np.float32)
+        cur = self.conn.execute(
+            "SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL ORDER BY id"
+        )
+        i = 0
+        while rows := cur.fetchmany(4096):
+            for cid, blob in rows:
+                if i == n or len(blob) != dims * 4:
+                    continue  # a row added meanwhile, or a vector of another size
+                ids[i] = cid
+                mat[i] = np.frombuffer(blob, dtype=np.float32)
+                i += 1
+        return ids[:i], mat[:i]
 
     # -- search -----------------------------------------------------------------------------
     def fts_search(self, expr: str, limit: int) -> list[tuple[int, float]]:

@@ -41,8 +41,8 @@ class VectorIndex:
         if self._loaded:
             return
         ids, mat = self._loader()
-        self._ids = ids.copy()
-        self._mat = np.array(mat, dtype=np.float32, copy=True)
+        self._ids = ids
+        self._mat = mat
         self._n = len(ids)
         self._alive = np.ones(self._n, dtype=bool)
         self._row = {int(i): r for r, i in enumerate(ids)}
