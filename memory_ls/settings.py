@@ -79,6 +79,9 @@ class LocalSettings:
     threads: int = 0  # 0: llama.cpp decides
     batch_size: int = 32
     context_size: int = 512
+    # A document longer than this many tokens is embedded as the mean of windows of at most
+    # this size: all-MiniLM-L6-v2 was trained on 256-token inputs (0: one window, truncated).
+    window_tokens: int = 256
 
 
 @dataclass

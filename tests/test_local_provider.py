@@ -129,6 +129,7 @@ def test_tokenizer_matches_reference(provider: LocalProvider) -> None:
 def test_batch_equals_single(model_path: Path) -> None:
     settings = Settings()
     settings.local.batch_size = 3  # several llama.cpp calls for one request
+    settings.local.window_tokens = 0  # one window: documents embed like queries
     p = open_local(model_path, settings)
     try:
         texts = SENTENCES + ["memory " * 300, "short"]
@@ -343,3 +344,22 @@ def test_factory_finds_default_model(cache_home: Path, model_path: Path) -> None
     finally:
         if provider is not None:
             provider.close()
+
+
+def test_long_documents_are_the_mean_of_their_windows(model_path: Path) -> None:
+    settings = Settings()
+    settings.local.window_tokens = 64
+    p = open_local(model_path, settings)
+    try:
+        lines = [f"Line {i} is about {w} and nothing else." for i, w in
+                 enumerate(["tea", "trains", "taxes", "tigers", "tulips", "tennis"] * 4)]
+        text = "\n".join(lines)
+        windows = p._windows(text)
+        assert len(windows) > 1 and "\n".join(windows) == text  # cut at line ends, nothing lost
+        doc = p.embed_documents([text])[0]
+        mean = np.stack([p.embed_query(w) for w in windows]).sum(axis=0)
+        mean /= np.linalg.norm(mean)
+        assert float(doc @ mean) > 0.9999
+        assert p.provider_key != open_local(model_path, Settings()).provider_key
+    finally:
+        p.close()

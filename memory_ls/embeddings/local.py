@@ -19,7 +19,7 @@ import numpy as np
 
 from ..models import GGUF_MAGIC, default_model_path
 from ..settings import Settings
-from .base import EmbeddingError, ProviderUnavailable, check_vectors
+from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,12 @@ class LocalProvider:
         self._n_ctx = min(int(self._llm.n_ctx()), int(self._llm.n_batch))
         self.max_input_tokens = self._n_ctx - SPECIAL_TOKENS
         self.max_input_bytes = self.max_input_tokens * BYTES_PER_TOKEN
-        fingerprint = f"{file_fingerprint(path)}:ctx={self._n_ctx}:pool={self._llm.pooling_type()}"
+        window = settings.local.window_tokens
+        self._window = min(window, self._n_ctx) if window > SPECIAL_TOKENS else self._n_ctx
+        fingerprint = (
+            f"{file_fingerprint(path)}:ctx={self._n_ctx}:pool={self._llm.pooling_type()}"
+            f":win={self._window}"
+        )
         self.provider_key = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -167,15 +172,59 @@ class LocalProvider:
         return vectors[0]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text; a text over the window is the mean of its windows' vectors
+        (a 400-token chunk cut at 256 tokens would lose its end, and past its training length
+        the model's vectors get worse)."""
+        pieces: list[str] = []
+        owner: list[int] = []
+        with self._turns.turn(query=True):  # tokenising is quick: do not queue behind batches
+            if self._llm is None:
+                raise EmbeddingError("local: provider is closed")
+            for i, text in enumerate(texts):
+                for piece in self._windows(_clean(text)):
+                    pieces.append(piece)
+                    owner.append(i)
         parts = [np.zeros((0, self.dims), dtype=np.float32)]
         done = 0
-        while done < len(texts):
+        while done < len(pieces):
             # One llama.cpp batch per turn, so a query waits for one batch (~0.2 s), not all.
             with self._turns.turn(query=False):
-                vectors, used = self._embed_group(texts, done)
+                vectors, used = self._embed_group(pieces, done)
             parts.append(vectors)
             done += used
-        return np.concatenate(parts)
+        flat = np.concatenate(parts)
+        if len(pieces) == len(texts):
+            return flat
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        np.add.at(out, np.asarray(owner), flat)
+        return normalize(out)
+
+    def _windows(self, text: str) -> list[str]:
+        """``text`` cut at line ends into pieces of at most the window's tokens."""
+        limit = self._window
+        if self._count(text) <= limit:
+            return [text]
+        pieces: list[str] = []
+        buf: list[str] = []
+        used = SPECIAL_TOKENS
+        for line in text.split("\n"):
+            n = self._count(line) - SPECIAL_TOKENS + 1
+            if buf and used + n > limit:
+                pieces.append("\n".join(buf))
+                buf, used = [], SPECIAL_TOKENS
+            if SPECIAL_TOKENS + n > limit:  # one long line: cut it into window-sized pieces
+                rest = line
+                while rest:
+                    head, _ = self._fit(rest, limit)
+                    head = head or rest[: max(1, len(rest) // 2)]
+                    pieces.append(head)
+                    rest = rest[len(head) :]
+                continue
+            buf.append(line)
+            used += n
+        if buf:
+            pieces.append("\n".join(buf))
+        return [p for p in pieces if p.strip()] or [text[:1000]]
 
     def _embed_group(self, texts: Sequence[str], start: int) -> tuple[np.ndarray, int]:
         """Embed texts from ``start`` on, as many as fit one llama.cpp batch (at least one).
@@ -209,13 +258,14 @@ class LocalProvider:
     def _count(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
 
-    def _fit(self, text: str) -> tuple[str, int]:
-        """The longest prefix of ``text`` that fits the context (with CLS/SEP), and its tokens.
+    def _fit(self, text: str, limit: int = 0) -> tuple[str, int]:
+        """The longest prefix of ``text`` that fits ``limit`` tokens (default: the context,
+        with CLS/SEP), and its tokens.
 
         Cutting the text rather than the token list keeps the original characters: WordPiece
         detokenising is lossy ([UNK], case, accents) and can re-tokenise to more tokens.
         """
-        limit = self._n_ctx
+        limit = limit or self._n_ctx
         n = self._count(text)
         if n <= limit:
             return text, n
