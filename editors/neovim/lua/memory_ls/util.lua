@@ -1,0 +1,343 @@
+-- Pure helpers: root detection, results -> quickfix items, citations under the cursor, status
+-- text. No LSP calls here, so they are easy to test.
+local M = {}
+
+M.MEMORY_MARKERS = { "MEMORY.md", "memory.md", "memory" }
+M.FALLBACK_MARKERS = { ".git" }
+
+local uv = vim.uv or vim.loop
+
+--- The workspace folder of `path`: the nearest folder holding MEMORY.md, memory.md or memory/,
+--- else the nearest .git folder's parent. `markers` overrides: a list of lists, tried in order.
+---@param path string a file or folder
+---@param markers? string[][]
+---@return string|nil
+function M.find_root(path, markers)
+  markers = markers or { M.MEMORY_MARKERS, M.FALLBACK_MARKERS }
+  if path == nil or path == "" then
+    return nil
+  end
+  path = vim.fs.normalize(vim.fn.fnamemodify(path, ":p"))
+  local start = path
+  local stat = uv.fs_stat(path)
+  if not stat or stat.type ~= "directory" then
+    start = vim.fs.dirname(path)
+  end
+  for _, group in ipairs(markers) do
+    local dir = start
+    while dir do
+      for _, name in ipairs(group) do
+        local st = uv.fs_stat(dir .. "/" .. name)
+        -- MEMORY.md / memory.md must be files and memory/ a folder; .git may be either (worktrees).
+        local want = (name == "memory") and "directory" or (name:match("%.md$") and "file" or nil)
+        if st and (want == nil or st.type == want) then
+          return dir
+        end
+      end
+      local parent = vim.fs.dirname(dir)
+      if parent == dir then
+        break
+      end
+      dir = parent
+    end
+  end
+  return nil
+end
+
+--- Query words worth looking for in a snippet (filters and excluded words dropped).
+function M.query_terms(query)
+  local terms, seen = {}, {}
+  for raw in (query or ""):gmatch("%S+") do
+    local lower = raw:lower()
+    if not (lower:match("^file:") or lower:match("^path:") or lower:match("^after:")
+        or lower:match("^before:") or lower:match("^source:") or raw:sub(1, 1) == "-") then
+      local word = lower:gsub("^%+", ""):gsub("^[\"'(]+", ""):gsub("[\"'),.;:!?]+$", "")
+      -- two characters at least, or any non-ASCII (CJK) word
+      if (#word >= 2 or word:match("[\128-\255]")) and not seen[word] then
+        seen[word] = true
+        table.insert(terms, word)
+      end
+    end
+  end
+  return terms
+end
+
+local function is_heading(line)
+  return line ~= nil and line:match("^ ? ? ?#+%s") ~= nil
+end
+
+--- Offset (0-based) within the hit of the snippet line matching most query words.
+--- Transcript hits cite JSONL lines that do not map one to one onto the snippet: 0.
+function M.best_line_offset(hit, query)
+  if hit.source == "sessions" or (hit.path or ""):match("%.jsonl$") then
+    return 0
+  end
+  local terms = M.query_terms(query)
+  if #terms == 0 then
+    return 0
+  end
+  local lines = vim.split(hit.snippet or "", "\n", { plain = true })
+  local span = math.max(0, (hit.endLine or hit.startLine) - hit.startLine)
+  local best, best_count = 0, 0
+  for i, line in ipairs(lines) do
+    if i - 1 > span then
+      break
+    end
+    local lower = line:lower()
+    local count = 0
+    for _, t in ipairs(terms) do
+      if lower:find(t, 1, true) then
+        count = count + 1
+      end
+    end
+    if count > best_count
+        or (count == best_count and count > 0 and is_heading(lines[best + 1]) and not is_heading(line)) then
+      best, best_count = i - 1, count
+    end
+  end
+  return best
+end
+
+--- The first heading of a snippet, else its first non-empty line.
+function M.headline(snippet, max)
+  max = max or 80
+  local first
+  for line in ((snippet or "") .. "\n"):gmatch("(.-)\n") do
+    local h = line:match("^ ? ? ?#+%s+(.-)%s*#*%s*$")
+    if h and h ~= "" then
+      first = h
+      break
+    end
+    if not first and line:match("%S") then
+      first = vim.trim(line)
+    end
+  end
+  first = first or "(empty)"
+  if vim.fn.strchars(first) > max then
+    first = vim.fn.strcharpart(first, 0, max - 1) .. "…"
+  end
+  return first
+end
+
+function M.path_lines(hit)
+  if hit.startLine == hit.endLine then
+    return string.format("%s:%d", hit.path, hit.startLine)
+  end
+  return string.format("%s:%d-%d", hit.path, hit.startLine, hit.endLine)
+end
+
+function M.mode_label(mode)
+  if mode == "keyword" then
+    return "keyword-only"
+  elseif mode == "vector" then
+    return "vector-only"
+  end
+  return mode or "unknown"
+end
+
+--- A memory/search result as quickfix items (one per hit, at its best-matching line).
+---@return table[] items, string title
+function M.to_qf_items(result, query)
+  local items = {}
+  for _, hit in ipairs(result.results or {}) do
+    local offset = M.best_line_offset(hit, query)
+    local lines = vim.split(hit.snippet or "", "\n", { plain = true })
+    local line_text = vim.trim(lines[offset + 1] or "")
+    if line_text == "" or is_heading(line_text) then
+      line_text = M.headline(hit.snippet)
+    end
+    table.insert(items, {
+      filename = vim.uri_to_fname(hit.uri),
+      lnum = hit.startLine + offset,
+      end_lnum = hit.endLine,
+      col = 1,
+      text = string.format("%.2f %s", hit.score or 0, line_text),
+      user_data = { memory_ls = hit },
+    })
+  end
+  local title = string.format("Memory: %s (%d result%s, %s%s)", query, #items, #items == 1 and "" or "s",
+    M.mode_label(result.mode), result.fallbackReason and (": " .. result.fallbackReason) or "")
+  return items, title
+end
+
+local CITE_PATTERNS = { "([%w%._%-/]+%.md)#L(%d+)", "([%w%._%-/]+%.jsonl)#L(%d+)" }
+
+--- Every citation in `line`: {citation, path, start, end, col_start (0-based), col_end}.
+function M.find_citations(line)
+  local out = {}
+  local init = 1
+  while true do
+    local s, e, path, a
+    for _, pat in ipairs(CITE_PATTERNS) do
+      local s2, e2, p2, a2 = line:find(pat, init)
+      if s2 and (not s or s2 < s) then
+        s, e, path, a = s2, e2, p2, a2
+      end
+    end
+    if not s then
+      return out
+    end
+    local first = tonumber(a)
+    local last = first
+    local rest_s, rest_e, b = line:find("^%-L?(%d+)", e + 1)
+    if rest_s then
+      last = tonumber(b)
+      e = rest_e
+    end
+    if first >= 1 and last >= first then
+      local lead = path:match("^%./") and 2 or 0
+      path = path:gsub("^%./", "")
+      table.insert(out, {
+        citation = line:sub(s + lead, e),
+        path = path,
+        start = first,
+        ["end"] = last,
+        col_start = s - 1,
+        col_end = e,
+      })
+    end
+    init = e + 1
+  end
+end
+
+--- The citation under a 0-based byte column of `line`, or nil.
+function M.citation_at(line, col)
+  for _, c in ipairs(M.find_citations(line)) do
+    if col >= c.col_start and col <= c.col_end then
+      return c
+    end
+  end
+  return nil
+end
+
+--- Text to insert for a citation after the character `before` (a space when glued to a word).
+function M.citation_insertion(citation, before)
+  if before ~= nil and before ~= "" and not before:match("[%s%(%[{\"'`<]") then
+    return " " .. citation
+  end
+  return citation
+end
+
+local function fmt(v)
+  if v == nil or v == vim.NIL or v == "" then
+    return "-"
+  end
+  return tostring(v)
+end
+
+--- memory/status as readable lines (Markdown).
+function M.status_lines(status, server)
+  local out = { "# Memory status", "" }
+  if server then
+    table.insert(out, "Server: " .. server .. (status.version and (" (" .. status.version .. ")") or ""))
+    table.insert(out, "")
+  end
+  if status.watch then
+    table.insert(out, "File watching: " .. status.watch)
+    table.insert(out, "")
+  end
+  local folders = status.folders
+  if type(folders) ~= "table" or #folders == 0 then
+    folders = { status }
+  end
+  for _, f in ipairs(folders) do
+    table.insert(out, "## " .. fmt(f.root or f.folder))
+    table.insert(out, "")
+    local prov = f.provider
+    local mode = M.mode_label(f.mode or ((prov and prov ~= vim.NIL) and "hybrid" or "keyword"))
+    if prov and prov ~= vim.NIL then
+      mode = string.format("%s: %s %s%s", mode, prov.id, prov.model, prov.dims and (" (" .. prov.dims .. " dims)") or "")
+    elseif f.providerReason and f.providerReason ~= vim.NIL then
+      mode = mode .. " (" .. f.providerReason .. ")"
+    end
+    local rows = {
+      { "Search mode", mode },
+      { "Active fallback", f.fallbackReason },
+      { "Error", f.error },
+      { "Files", f.files },
+      { "Chunks", f.chunks },
+      { "Waiting for vectors", (prov and prov ~= vim.NIL) and f.pendingEmbeddings or nil },
+      { "Vector backend", f.vectorBackend and (f.vectorBackend .. (f.sqliteVec and (" (sqlite-vec: " .. f.sqliteVec .. ")") or "")) },
+      { "Full-text index", f.fts },
+      { "Embedding cache", f.cacheEntries },
+      { "Syncing now", f.syncing ~= nil and (f.syncing and "yes" or "no") or nil },
+      { "Needs rebuild", f.needsRebuild ~= nil and (f.needsRebuild and "yes" or "no") or nil },
+      { "Index file", f.indexPath },
+    }
+    if type(f.chunksBySource) == "table" and next(f.chunksBySource) then
+      local parts = {}
+      for k, v in pairs(f.chunksBySource) do
+        table.insert(parts, k .. " " .. v)
+      end
+      table.sort(parts)
+      rows[5][2] = string.format("%s (%s)", fmt(f.chunks), table.concat(parts, ", "))
+    end
+    local ls = f.lastSync
+    if type(ls) == "table" then
+      table.insert(rows, { "Last sync", string.format("%s at %s, %d ms: %s files, %s indexed, %s unchanged, %s removed, %s embedded",
+        fmt(ls.reason), fmt(ls.startedAt), math.floor((ls.durationMs or 0) + 0.5), fmt(ls.files), fmt(ls.indexed),
+        fmt(ls.unchanged), fmt(ls.removed), fmt(ls.embedded)) })
+    end
+    for _, row in ipairs(rows) do
+      if row[2] ~= nil and row[2] ~= vim.NIL then
+        table.insert(out, string.format("%-22s %s", row[1], fmt(row[2])))
+      end
+    end
+    for _, list in ipairs({ { "Settings problems", f.settingsProblems },
+      { "Skipped in the last sync", type(ls) == "table" and ls.skipped or nil },
+      { "Open documents indexed from the editor", f.openDocuments } }) do
+      if type(list[2]) == "table" and #list[2] > 0 then
+        table.insert(out, "")
+        table.insert(out, list[1] .. ":")
+        for _, item in ipairs(list[2]) do
+          table.insert(out, "  - " .. tostring(item))
+        end
+      end
+    end
+    table.insert(out, "")
+  end
+  return out
+end
+
+--- One line about a memory.reindex / memory.sync answer.
+function M.sync_summary(result)
+  local reports = {}
+  local function visit(v)
+    if type(v) ~= "table" then
+      return
+    end
+    if vim.islist and vim.islist(v) or (not vim.islist and vim.tbl_islist(v)) then
+      for _, x in ipairs(v) do
+        visit(x)
+      end
+    elseif type(v.folders) == "table" then
+      visit(v.folders)
+    elseif type(v.files) == "number" then
+      table.insert(reports, v)
+    elseif type(v.report) == "table" then
+      visit(v.report)
+    end
+  end
+  visit(result)
+  if #reports == 0 then
+    return "index updated"
+  end
+  local sum = function(k)
+    local n = 0
+    for _, r in ipairs(reports) do
+      n = n + (tonumber(r[k]) or 0)
+    end
+    return n
+  end
+  local full = false
+  local ms = 0
+  for _, r in ipairs(reports) do
+    full = full or r.full == true
+    ms = math.max(ms, tonumber(r.durationMs) or 0)
+  end
+  return string.format("%s %d files: %d indexed, %d unchanged, %d removed, %d chunks embedded in %.2f s",
+    full and "rebuilt" or "synced", sum("files"), sum("indexed"), sum("unchanged"), sum("removed"), sum("embedded"),
+    ms / 1000)
+end
+
+return M

@@ -1,0 +1,128 @@
+// The memory-ls protocol as seen by the client (see DESIGN.md, "Protocol").
+// Pure types and names: no `vscode` import, so the logic modules stay testable with `node --test`.
+
+export const SEARCH = 'memory/search';
+export const GET = 'memory/get';
+export const STATUS = 'memory/status';
+
+/** Server commands (`workspace/executeCommand`). */
+export const CMD_REINDEX = 'memory.reindex';
+export const CMD_SYNC = 'memory.sync';
+export const CMD_STATUS = 'memory.status';
+
+export interface LspPosition {
+  line: number;
+  character: number;
+}
+
+export interface LspRange {
+  start: LspPosition;
+  end: LspPosition;
+}
+
+export interface SearchParams {
+  query: string;
+  maxResults?: number;
+  minScore?: number;
+  sources?: string[];
+  pathPrefix?: string;
+  /** A workspace folder URI: search only that folder. */
+  folder?: string;
+}
+
+export interface SearchHit {
+  uri: string;
+  path: string;
+  range: LspRange;
+  /** 1-based inclusive. */
+  startLine: number;
+  endLine: number;
+  score: number;
+  vectorScore?: number;
+  textScore?: number;
+  snippet: string;
+  source: string;
+  citation: string;
+}
+
+export interface SearchResult {
+  results: SearchHit[];
+  mode: 'hybrid' | 'keyword' | 'vector' | string;
+  provider: { id: string; model: string } | null;
+  fallbackReason?: string;
+  tookMs?: number;
+}
+
+export interface GetParams {
+  path?: string;
+  citation?: string;
+  from?: number;
+  lines?: number;
+  folder?: string;
+}
+
+export interface GetResult {
+  uri: string;
+  path: string;
+  from: number;
+  to: number;
+  totalLines: number;
+  text: string;
+}
+
+export interface SyncInfo {
+  reason?: string;
+  full?: boolean;
+  startedAt?: string;
+  durationMs?: number;
+  files?: number;
+  indexed?: number;
+  unchanged?: number;
+  removed?: number;
+  embedded?: number;
+  cacheHits?: number;
+  skipped?: string[];
+}
+
+/** One workspace folder's status (the engine's `status()`); every field optional on purpose. */
+export interface FolderStatus {
+  root?: string;
+  folder?: string;
+  indexPath?: string;
+  files?: number;
+  chunks?: number;
+  chunksBySource?: Record<string, number>;
+  provider?: { id: string; model: string; dims?: number } | null;
+  mode?: string;
+  providerReason?: string | null;
+  fallbackReason?: string | null;
+  vectorBackend?: string;
+  sqliteVec?: string;
+  fts?: string;
+  dirty?: boolean;
+  needsRebuild?: boolean;
+  pendingEmbeddings?: number;
+  cacheEntries?: number;
+  openDocuments?: string[];
+  lastSync?: SyncInfo | null;
+  settingsProblems?: string[];
+  /** A sync is running now. */
+  syncing?: boolean;
+  /** Buffer edits not indexed yet. */
+  pendingEdits?: number;
+  /** The folder's index could not be opened. */
+  error?: string;
+  [key: string]: unknown;
+}
+
+/** `memory/status` answers one folder's status, or `{folders: [...]}` in a multi-root workspace. */
+export type StatusResult = FolderStatus & { folders?: FolderStatus[]; version?: string; watch?: string };
+
+/** `$/progress` work-done values. */
+export interface WorkDoneValue {
+  kind: 'begin' | 'report' | 'end';
+  title?: string;
+  message?: string;
+  percentage?: number;
+  cancellable?: boolean;
+}

@@ -1,0 +1,188 @@
+// memory/search results -> QuickPick items, and the small helpers around them. Pure.
+
+import type { LspRange, SearchHit, SearchResult } from './protocol';
+
+export interface HitItem {
+  /** QuickPick fields. */
+  label: string;
+  description: string;
+  detail: string;
+  /** What the commands need to act on the pick. */
+  citation: string;
+  uri: string;
+  range: LspRange;
+  /** 0-based line to put the cursor on: the hit's line that best matches the query. */
+  cursorLine: number;
+  hit: SearchHit;
+}
+
+const FILTER_RE = /^(file|path|after|before|source):/i;
+const HEADING_RE = /^ {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$/;
+const CJK_RE = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]/;
+
+/** The words of a query worth looking for in a snippet: filters and excluded words dropped. */
+export function queryTerms(query: string): string[] {
+  const terms = new Set<string>();
+  for (const raw of query.split(/\s+/)) {
+    if (!raw || FILTER_RE.test(raw) || raw.startsWith('-')) {
+      continue;
+    }
+    const word = raw.replace(/^\+/, '').replace(/^["'(]+|["'),.;:!?]+$/g, '').toLowerCase();
+    if (word.length >= 2 || CJK_RE.test(word)) {
+      terms.add(word);
+    }
+  }
+  return [...terms];
+}
+
+/**
+ * Offset (0-based, within the hit) of the snippet line matching most query terms; 0 when none
+ * matches. Transcript hits cite JSONL lines that do not map one to one onto the snippet: 0.
+ */
+export function bestLineOffset(hit: SearchHit, query: string): number {
+  if (hit.source === 'sessions' || hit.path.endsWith('.jsonl')) {
+    return 0;
+  }
+  const terms = queryTerms(query);
+  if (terms.length === 0) {
+    return 0;
+  }
+  const lines = hit.snippet.split('\n');
+  const span = Math.max(0, hit.endLine - hit.startLine);
+  let best = 0;
+  let bestCount = 0;
+  for (let i = 0; i < lines.length && i <= span; i++) {
+    const lower = lines[i].toLowerCase();
+    let count = 0;
+    for (const t of terms) {
+      if (lower.includes(t)) {
+        count++;
+      }
+    }
+    // A heading that merely repeats a word loses to a body line with as many matches.
+    if (count > bestCount || (count === bestCount && count > 0 && HEADING_RE.test(lines[best]) && !HEADING_RE.test(lines[i]))) {
+      best = i;
+      bestCount = count;
+    }
+  }
+  return best;
+}
+
+/** The first heading of a snippet, else its first non-empty line, trimmed to `max` characters. */
+export function headline(snippet: string, max = 80): string {
+  let first = '';
+  for (const line of snippet.split('\n')) {
+    const h = HEADING_RE.exec(line);
+    if (h && h[1].trim()) {
+      return clip(h[1].trim(), max);
+    }
+    if (!first && line.trim()) {
+      first = line.trim();
+    }
+  }
+  return clip(first || '(empty)', max);
+}
+
+export function clip(text: string, max: number): string {
+  const chars = [...text];
+  return chars.length <= max ? text : chars.slice(0, Math.max(1, max - 1)).join('').trimEnd() + '…';
+}
+
+/** `path:start-end` (`path:start` for one line). */
+export function pathLines(hit: Pick<SearchHit, 'path' | 'startLine' | 'endLine'>): string {
+  return hit.startLine === hit.endLine ? `${hit.path}:${hit.startLine}` : `${hit.path}:${hit.startLine}-${hit.endLine}`;
+}
+
+export function formatScore(hit: Pick<SearchHit, 'score' | 'vectorScore' | 'textScore'>): string {
+  const parts: string[] = [];
+  if (typeof hit.vectorScore === 'number') {
+    parts.push(`vector ${hit.vectorScore.toFixed(2)}`);
+  }
+  if (typeof hit.textScore === 'number') {
+    parts.push(`keyword ${hit.textScore.toFixed(2)}`);
+  }
+  const total = hit.score.toFixed(2);
+  return parts.length ? `${total} (${parts.join(', ')})` : total;
+}
+
+/**
+ * The snippet on one line, starting at the best-matching line so the reason for the hit shows
+ * first; blank lines and heading marks dropped, whitespace collapsed, clipped to `max`.
+ */
+export function compactSnippet(snippet: string, fromLine = 0, max = 240): string {
+  const lines = snippet.split('\n');
+  const ordered = [...lines.slice(fromLine), ...(fromLine > 0 ? ['…'] : [])];
+  const text = ordered
+    .map((l) => l.replace(/^ {0,3}#{1,6}\s+/, '').trim())
+    .filter((l) => l.length > 0)
+    .join(' · ')
+    .replace(/\s+/g, ' ');
+  return clip(text, max);
+}
+
+export function hitToItem(hit: SearchHit, query: string): HitItem {
+  const offset = bestLineOffset(hit, query);
+  const line = hit.startLine + offset;
+  return {
+    label: headline(hit.snippet),
+    description: `${pathLines(hit)}  ·  ${formatScore(hit)}`,
+    detail: compactSnippet(hit.snippet, offset),
+    citation: hit.citation,
+    uri: hit.uri,
+    range: hit.range,
+    cursorLine: Math.max(0, line - 1),
+    hit,
+  };
+}
+
+export function resultToItems(result: SearchResult, query: string): HitItem[] {
+  return (result.results ?? []).map((h) => hitToItem(h, query));
+}
+
+/** The QuickPick title line under the input: mode, provider and why search is degraded. */
+export function searchSummary(result: SearchResult | undefined): string {
+  if (!result) {
+    return 'Type to search memory';
+  }
+  const n = result.results?.length ?? 0;
+  const what = n === 0 ? 'no results' : n === 1 ? '1 result' : `${n} results`;
+  const took = typeof result.tookMs === 'number' ? ` in ${Math.round(result.tookMs)} ms` : '';
+  const mode = modeLabel(result.mode);
+  const why = result.fallbackReason ? ` (${result.fallbackReason})` : '';
+  return `${what}${took} · ${mode}${why}`;
+}
+
+export function modeLabel(mode: string | undefined): string {
+  switch (mode) {
+    case 'hybrid':
+      return 'hybrid';
+    case 'keyword':
+      return 'keyword-only';
+    case 'vector':
+      return 'vector-only';
+    default:
+      return mode || 'unknown mode';
+  }
+}
+
+/** Text to insert for a citation: the citation itself, or a Markdown link to it. */
+export function citationText(citation: string, style: 'plain' | 'link' = 'plain'): string {
+  return style === 'link' ? `[${citation}](${citation})` : citation;
+}
+
+/** The text inserted for a citation after the character `before`: a space first when glued. */
+export function citationInsertion(citation: string, before: string, style: 'plain' | 'link' = 'plain'): string {
+  const text = citationText(citation, style);
+  return before && !/[\s([{"'`<]/.test(before) ? ` ${text}` : text;
+}
+
+/** Hands out request numbers; only the answer to the latest one is shown. */
+export class Latest {
+  private n = 0;
+  next(): number {
+    return ++this.n;
+  }
+  isLatest(id: number): boolean {
+    return id === this.n;
+  }
+}

