@@ -34,7 +34,7 @@ from ..workspace import PathError
 from . import convert
 from .protocol import CMD_SAVE_SESSION, GetParams, SaveSessionParams, SearchParams, invalid
 from .watch import SETTINGS_FILE, ServerWatcher, memory_globs
-from .workers import Folder, FolderHooks, FolderUnavailable
+from .workers import Folder, FolderHooks, FolderUnavailable, TaskSet
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
@@ -105,7 +105,7 @@ class MemoryService:
         self._uri_cache: dict[str, tuple[Folder, str] | None] = {}
         self._diag_timers: dict[str, asyncio.TimerHandle] = {}
         self._published: set[str] = set()
-        self._tasks: set[asyncio.Future[Any]] = set()
+        self._tasks = TaskSet("memory-ls")
         self._interval_tasks: dict[str, asyncio.Task[None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -324,16 +324,7 @@ class MemoryService:
         return doc.source if doc is not None else None
 
     def spawn(self, coro: Any) -> asyncio.Future[Any]:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Future[Any]) -> None:
-        self._tasks.discard(task)
-        exc = None if task.cancelled() else task.exception()
-        if exc is not None and not isinstance(exc, FolderUnavailable):
-            log.error("background task failed: %s", exc, exc_info=exc)
+        return self._tasks.spawn(coro)
 
     # -- document sync ----------------------------------------------------------------------
     def did_open(self, uri: str) -> None:
@@ -769,8 +760,7 @@ class MemoryService:
             t.cancel()
         for t in list(self._interval_tasks.values()):
             t.cancel()
-        for t in list(self._tasks):
-            t.cancel()
+        self._tasks.cancel()
         if self.watcher:
             self.watcher.stop()
         folders, self.folders = list(self.folders.values()), {}

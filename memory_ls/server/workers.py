@@ -39,6 +39,34 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+
+class TaskSet:
+    """Background asyncio tasks kept alive until done, their failures logged, cancellable."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    def spawn(self, coro: Any) -> asyncio.Future[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Future[Any]) -> None:
+        self._tasks.discard(task)
+        self.log_failure(task)
+
+    def log_failure(self, task: asyncio.Future[Any]) -> None:
+        """Log a failed task (also for tasks tracked elsewhere)."""
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None and not isinstance(exc, FolderUnavailable):
+            log.error("%s: background task failed: %s", self.name, exc, exc_info=exc)
+
+    def cancel(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
 class FolderUnavailable(Exception):
     """The folder was removed, or its engine could not be opened."""
 
@@ -125,7 +153,7 @@ class Folder:
         self._last_report: SyncReport | None = None
         self._embed_task: asyncio.Task[None] | None = None
         self._embed_again = False
-        self._tasks: set[asyncio.Future[Any]] = set()
+        self._tasks = TaskSet(self.name)
         self._open_lock = asyncio.Lock()
 
     # -- engine lifetime --------------------------------------------------------------------
@@ -225,16 +253,7 @@ class Folder:
         return await asyncio.wrap_future(self._background.submit(fn, *args))
 
     def spawn(self, coro: Any) -> asyncio.Future[Any]:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Future[Any]) -> None:
-        self._tasks.discard(task)
-        exc = None if task.cancelled() else task.exception()
-        if exc is not None and not isinstance(exc, FolderUnavailable):
-            log.error("%s: background task failed: %s", self.name, exc, exc_info=exc)
+        return self._tasks.spawn(coro)
 
     # -- editor buffers ---------------------------------------------------------------------
     def is_memory(self, rel: str) -> bool:
@@ -276,7 +295,7 @@ class Folder:
         task = asyncio.ensure_future(self._run_doc_op(uri, rel, text, version))
         self._edit_tasks.add(task)
         task.add_done_callback(self._edit_tasks.discard)
-        task.add_done_callback(self._task_done)
+        task.add_done_callback(self._tasks.log_failure)
 
     async def _run_doc_op(self, uri: str, rel: str, text: str | None, version: int) -> None:
         def work(engine: MemoryEngine) -> bool:
@@ -330,7 +349,7 @@ class Folder:
         task = asyncio.ensure_future(mark())
         self._edit_tasks.add(task)
         task.add_done_callback(self._edit_tasks.discard)
-        task.add_done_callback(self._task_done)
+        task.add_done_callback(self._tasks.log_failure)
         if self._watch_timer:
             self._watch_timer.cancel()
         delay = self.settings.sync.watch_debounce_ms / 1000
@@ -394,7 +413,7 @@ class Folder:
             self._embed_again = True
             return
         self._embed_task = asyncio.ensure_future(self._embed_loop())
-        self._embed_task.add_done_callback(self._task_done)
+        self._embed_task.add_done_callback(self._tasks.log_failure)
 
     async def _embed_loop(self) -> None:
         while True:
@@ -405,5 +424,4 @@ class Folder:
                 return
 
     def cancel_tasks(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel()
