@@ -335,3 +335,28 @@ def test_line_numbers_match_the_editor(tmp_path: Path):
     assert ex.total_lines == 4 and ex.text.splitlines()[-1] == "omega line"
     assert "\r" not in ex.text
     e.close()
+
+
+def test_renamed_file_moves_in_the_index(engine: MemoryEngine):
+    old = engine.root / "memory/2026-02-01-deploy.md"
+    new = engine.root / "memory/archive/2026-02-01-deploy.md"
+    new.parent.mkdir()
+    old.rename(new)
+    r = engine.sync()
+    assert r.removed == 1 and r.indexed == 1
+    assert paths(engine.search("Fly.io")) == ["memory/archive/2026-02-01-deploy.md"]
+
+
+def test_broken_model_file_degrades_to_keywords(ws: Path, tmp_path: Path):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\x00" * 64)  # a header cut short
+    s = Settings(provider="local")
+    s.local.model_path = str(bad)
+    e = MemoryEngine(ws, s, index_path=tmp_path / "i.sqlite")
+    e.sync()
+    st = e.status()
+    assert st["mode"] == "keyword" and "broken.gguf" in st["providerReason"]
+    resp = e.search("token bucket")
+    assert resp.mode == "keyword" and resp.results
+    assert resp.fallback_reason == st["providerReason"]
+    e.close()
