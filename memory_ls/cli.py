@@ -69,7 +69,9 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     engine = _engine(args)
     try:
-        engine.sync("search", embed=not args.no_embed)
+        # Keywords are synced first (cheap); embedding a large backlog is `memory-ls index`'s job,
+        # so a search answers in milliseconds and scores not-yet-embedded chunks by keywords.
+        engine.sync("search", embed=args.embed)
         resp = engine.search(
             args.query,
             max_results=args.n,
@@ -229,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--source", action="append", choices=["memory", "sessions"])
     s.add_argument("--path", default=None, help="only paths starting with this prefix")
     s.add_argument("--mode", default="auto", choices=["auto", "hybrid", "keyword", "vector"])
-    s.add_argument("--no-embed", action="store_true", help="do not embed pending chunks first")
+    s.add_argument("--embed", action="store_true", help="embed chunks still without vectors first")
     s.set_defaults(func=cmd_search)
 
     s = sub.add_parser("get", parents=[common], help="print lines of a memory file")
