@@ -103,6 +103,7 @@ class MemoryEngine:
         self.provider: EmbeddingProvider | None = provider
         self.fallback_reason: str | None = None
         self._on_fallback = False
+        self._totals = {"cacheHits": 0, "cacheMisses": 0}
         self._query_retry_at = 0.0
         self._query_failure: str | None = None
         path = index_path or (settings.store.path and Path(settings.store.path).expanduser())
@@ -201,7 +202,13 @@ class MemoryEngine:
             self.embed_pending(progress, report)
         report.duration_ms = (time.perf_counter() - t0) * 1000
         self.last_sync = report
+        self._account(report)
         return report
+
+    def _account(self, report: SyncReport) -> None:
+        """Running totals for status: what the embedding cache saved and what was paid for."""
+        self._totals["cacheHits"] += report.cache_hits
+        self._totals["cacheMisses"] += report.embedded
 
     def _rebuild(self, reason: str, progress: Progress | None) -> SyncReport:
         """Build a fresh index beside the old one, then copy it over in one transaction.
@@ -250,6 +257,7 @@ class MemoryEngine:
         self, progress: Progress | None = None, report: SyncReport | None = None, should_stop=None
     ) -> int:
         """Embed chunks that have no vector yet; returns how many were embedded."""
+        own_report = report is None
         report = report or SyncReport("embed")
         if self.provider is None or self._ctx.cache_key is None:
             return 0
@@ -274,6 +282,8 @@ class MemoryEngine:
             else:
                 self.fallback_reason = f"embedding failed: {exc}"
                 log.warning("%s; keyword search still works", self.fallback_reason)
+        if own_report:
+            self._account(report)
         return report.embedded - before
 
     def _backfill_with_batch_api(self) -> None:
@@ -342,6 +352,7 @@ class MemoryEngine:
             only, self._dirty = set(self._dirty), set()
             report = SyncReport("dirty")
             sync_keyword(self._writer, self._ctx, dict(self._overlays), report, None, only)
+            self._account(report)
             return report
         finally:
             self._lock.release()
@@ -365,6 +376,7 @@ class MemoryEngine:
                     time.time(),
                     report,
                 )
+            self._account(report)
         return True
 
     def clear_document(self, path: str | Path) -> None:
@@ -507,6 +519,8 @@ class MemoryEngine:
             "pendingEmbeddings": counts["pendingEmbeddings"] if p else 0,
             "provider": {"id": p.id, "model": p.model, "dims": p.dims} if p else None,
             "providerStats": p.stats.snapshot() if p and hasattr(p, "stats") else None,
+            # Since this engine started: chunks whose vector came from the cache vs were embedded.
+            **self._totals,
             "mode": "hybrid" if p else "keyword",
             "providerReason": self.provider_reason,
             "fallbackReason": self.fallback_reason,
