@@ -52,6 +52,8 @@ from .workspace import PathError, Workspace
 log = logging.getLogger(__name__)
 _AUTO: Any = object()
 QUERY_FAILURE_COOLDOWN_S = 30.0
+# Above this share of [UNK] tokens a query's vector is noise (an English model, a Chinese query).
+MAX_UNKNOWN_QUERY_TOKENS = 0.25
 
 
 def default_index_path(root: Path) -> Path:
@@ -417,6 +419,13 @@ class MemoryEngine:
         fallback = self.fallback_reason
         qvec = None
         wants_vec = self.provider is not None and mode != "keyword" and bool(query.strip())
+        unknown = self._unknown_ratio(req.query) if wants_vec else 0.0
+        if unknown > MAX_UNKNOWN_QUERY_TOKENS:
+            wants_vec = False
+            fallback = (
+                f"the embedding model does not know {unknown:.0%} of this query's tokens; "
+                "keyword results only"
+            )
         if wants_vec and time.monotonic() >= self._query_retry_at:
             try:
                 qvec = self.provider.embed_query(req.query)
@@ -444,6 +453,15 @@ class MemoryEngine:
             fallback_reason=fallback,
             took_ms=(time.perf_counter() - t0) * 1000,
         )
+
+    def _unknown_ratio(self, query: str) -> float:
+        check = getattr(self.provider, "unknown_ratio", None)
+        if check is None:
+            return 0.0
+        try:
+            return float(check(query))
+        except EmbeddingError:
+            return 0.0
 
     def _rel(self, path: str | Path) -> str:
         p = Path(path)

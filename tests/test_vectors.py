@@ -122,3 +122,14 @@ def test_vector_index_updates_match_a_fresh_load():
     fresh = VectorIndex(loader)
     assert live.search(q, 10) == fresh.search(q, 10)
     assert live.size == fresh.size == len(data)
+
+
+def test_queries_the_model_cannot_read_use_keywords(ws: Path, tmp_path: Path, model_path: Path):
+    e = model_engine(ws, tmp_path / "i.sqlite", model_path)
+    e.sync()
+    zh = e.search("令牌桶限流算法")  # all-MiniLM-L6-v2 reads most Chinese characters as [UNK]
+    assert zh.mode == "keyword" and "does not know" in zh.fallback_reason
+    assert zh.results[0].path == "memory/notes/cjk.md"
+    en = e.search("token bucket rate limiting")
+    assert en.mode == "hybrid" and en.fallback_reason is None
+    e.close()

@@ -154,6 +154,7 @@ class LocalProvider:
         threads = settings.local.threads or default_threads()
         self._llm: Any = _load(llama_cpp, path, settings.local.context_size, threads)
         self.dims = int(self._llm.n_embd())
+        self._unk_id, self._special_ids = _special_tokens(self._llm)
         # llama.cpp may round the context up (to 256); the batch is what one input must fit.
         self._n_ctx = min(int(self._llm.n_ctx()), int(self._llm.n_batch))
         self.max_input_tokens = self._n_ctx - SPECIAL_TOKENS
@@ -248,6 +249,21 @@ class LocalProvider:
         vectors = check_vectors(PROVIDER_ID, np.asarray(raw, np.float32), len(group), self.dims)
         return vectors, len(group)
 
+    def unknown_ratio(self, text: str) -> float:
+        """Share of the text's tokens the vocabulary does not know ([UNK]).
+
+        An English model turns most of a Chinese query into [UNK]; its vector then says
+        nothing, and fusing it in only dilutes the keyword ranking (cmrc2018: hybrid nDCG@10
+        0.926 vs 0.938 keyword-only), so the engine skips the vector side for such queries.
+        """
+        with self._turns.turn(query=True):
+            llm = self._llm
+            if llm is None or self._unk_id is None:
+                return 0.0
+            ids = llm.tokenize(_clean(text).encode("utf-8"), add_bos=False, special=False)
+        ids = [i for i in ids if i not in self._special_ids]
+        return sum(i == self._unk_id for i in ids) / len(ids) if ids else 0.0
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without CLS/SEP, as the model sees it (for callers that budget)."""
         with self._turns.turn(query=True):
@@ -293,6 +309,16 @@ class LocalProvider:
 
     def __repr__(self) -> str:
         return f"LocalProvider({self.path}, dims={self.dims}, ctx={self._n_ctx})"
+
+
+def _special_tokens(llm: Any) -> tuple[int | None, set[int]]:
+    """The [UNK] id (None when the vocabulary has none) and the ids of CLS/SEP-like tokens."""
+    try:
+        unk = llm.tokenize(b"[UNK]", add_bos=False, special=True)
+        empty = llm.tokenize(b"", add_bos=True, special=False)
+    except Exception:  # a tokenizer without these: no coverage check
+        return None, set()
+    return (unk[0] if len(unk) == 1 else None), set(empty)
 
 
 def _clean(text: str) -> str:
