@@ -99,12 +99,12 @@ class RemoteSettings:
     # Largest single input in tokens; 0: the provider's own limit (512 for Ollama and
     # OpenAI-compatible servers, whose models vary). Feeds the chunker's size limits.
     max_input_tokens: int = 0
-    # Asynchronous batch API for large backfills (OpenAI only so far; half the price, slow).
+    # Asynchronous batch API for large backfills (OpenAI, Gemini, Voyage; cheaper, slow).
     batch_api: bool = False
     batch_api_min_texts: int = 1000  # smaller backfills use the synchronous endpoint
     batch_api_concurrency: int = 2  # batch jobs in flight at once
     batch_api_poll_ms: int = 30000
-    # Then cancel and embed the rest synchronously; 0: no limit (OpenAI's 24 h window).
+    # Then cancel and embed the rest synchronously; 0: no limit (the provider's own window).
     batch_api_timeout_minutes: int = 24 * 60
 
 

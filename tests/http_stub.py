@@ -6,7 +6,16 @@ It answers, on a random port, every wire format memory-ls uses, chosen by the re
 * ``.../api/embed`` (POST): Ollama's native API;
 * ``.../models/{model}:embedContent`` and ``:batchEmbedContents`` (POST): Gemini;
 * ``.../files``, ``.../files/{id}/content``, ``.../batches``, ``.../batches/{id}`` and
-  ``.../batches/{id}/cancel``: OpenAI's Batch API (upload, create, poll, download).
+  ``.../batches/{id}/cancel``: OpenAI's and Voyage's Batch APIs (upload, create, poll, download;
+  a Voyage job is told by its ``request_params`` and its ``{"custom_id", "body"}`` input lines);
+* ``.../models/{model}:asyncBatchEmbedContent`` (POST), ``.../batches/{id}`` (GET) and
+  ``.../batches/{id}:cancel`` (POST): Gemini's asynchronous batch embeddings (a long-running
+  operation, results inline).
+
+Batch jobs move through their API's states on each poll (``batch_polls`` polls in each of the
+waiting states), can be told to fail items (``batch_fail_ids``: custom ids, or Gemini request
+keys), to corrupt vectors (``batch_nan_ids``) or to end ``failed`` or ``expired``
+(``batch_outcome``); ``max_in_flight`` records how many jobs were ever unfinished at once.
 
 It checks the request shape of each format (a malformed request gets a 400 naming the problem),
 checks the API key when given one (``Authorization: Bearer``, or ``x-goog-api-key`` for Gemini;
@@ -104,7 +113,12 @@ def vector_for(text: str, dims: int) -> list[float]:
     return out[:dims]
 
 
-_GEMINI = re.compile(r"/models/(?P<model>[^/:]+):(?P<verb>embedContent|batchEmbedContents)$")
+_GEMINI = re.compile(
+    r"/models/(?P<model>[^/:]+):(?P<verb>embedContent|batchEmbedContents|asyncBatchEmbedContent)$"
+)
+_GEMINI_BATCH = re.compile(r"/batches/(?P<id>gembatch-[^/:]+)(?P<cancel>:cancel)?$")
+_GEMINI_OP_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main.EmbedContentBatch"
+_GEMINI_INLINE_LIMIT = 20 * 1024 * 1024
 _GEMINI_TASKS = {
     "TASK_TYPE_UNSPECIFIED",
     "RETRIEVAL_QUERY",
@@ -139,10 +153,15 @@ class StubServer:
         # Polls spent in each of validating and in_progress before a batch completes.
         self.batch_polls = batch_polls
         self.requests: list[Recorded] = []
-        self.batch_fail_ids: set[str] = set()  # custom_ids the Batch API reports as failed
+        self.batch_fail_ids: set[str] = set()  # custom_ids (Gemini: keys) reported as failed
+        self.batch_nan_ids: set[str] = set()  # custom_ids (Gemini: keys) answered with a NaN
         self.batch_outcome = "completed"  # or "failed" (no output) or "expired" (partial)
         self.files: dict[str, bytes] = {}
+        self.file_kinds: dict[str, str] = {}  # file id -> "openai" | "voyage" input lines
         self.batches: dict[str, dict[str, Any]] = {}
+        self.gemini_batches: dict[str, dict[str, Any]] = {}
+        self.in_flight = 0  # batch jobs created and not finished
+        self.max_in_flight = 0
         self._faults: deque[Fault] = deque()
         self._always: Fault | None = None
         self._lock = threading.Lock()
@@ -226,8 +245,14 @@ class StubServer:
     def handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Any:
         """Return (status, headers, body) for a well-behaved answer; raise BadRequest."""
         gem = _GEMINI.search(path)
+        if method == "POST" and gem and gem["verb"] == "asyncBatchEmbedContent":
+            _require(len(raw) <= _GEMINI_INLINE_LIMIT, "inline batch request over 20 MB")
+            return self._gemini_create_batch(gem["model"], _json(raw))
         if method == "POST" and gem:
             return self._gemini(gem["model"], gem["verb"], _json(raw))
+        m = _GEMINI_BATCH.search(path)
+        if m and (method == "GET" or m["cancel"]):
+            return self._gemini_batch(m["id"], cancel=bool(m["cancel"]) and method == "POST")
         if method == "POST" and path.endswith("/api/embed"):
             return self._ollama(_json(raw))
         if method == "POST" and path.endswith("/embeddings"):
@@ -325,14 +350,25 @@ class StubServer:
                 filename = part.get_filename()
         _require(fields.get("purpose") == b"batch", "purpose must be 'batch'")
         _require("file" in fields, "a 'file' part is required")
+        kinds = set()
+        ids: set[str] = set()
         for line in fields["file"].splitlines():
             if line.strip():
                 item = json.loads(line)
-                _require(
-                    {"custom_id", "method", "url", "body"} <= set(item), "bad batch input line"
-                )
+                _require(isinstance(item, dict) and "custom_id" in item, "bad batch input line")
+                _require(item["custom_id"] not in ids, "duplicate custom_id")
+                ids.add(item["custom_id"])
+                if {"custom_id", "method", "url", "body"} <= set(item):
+                    kinds.add("openai")
+                elif set(item) == {"custom_id", "body"} and isinstance(item["body"], dict):
+                    _require(set(item["body"]) == {"input"}, "a Voyage line's body is its input")
+                    kinds.add("voyage")
+                else:
+                    raise BadRequest("bad batch input line")
+        _require(len(kinds) == 1, "an input file holds one kind of line")
         file_id = self._new_id("file")
         self.files[file_id] = fields["file"]
+        self.file_kinds[file_id] = kinds.pop()
         return (
             200,
             {},
@@ -347,9 +383,13 @@ class StubServer:
 
     def _create_batch(self, body: Any) -> Any:
         _require(isinstance(body, dict), "body must be a JSON object")
+        if "request_params" in body:
+            return self._voyage_create_batch(body)
         _require(body.get("input_file_id") in self.files, "unknown input_file_id")
+        _require(self.file_kinds.get(body["input_file_id"]) == "openai", "not an OpenAI file")
         _require(body.get("endpoint") == "/v1/embeddings", "endpoint must be /v1/embeddings")
         _require(body.get("completion_window") == "24h", "completion_window must be 24h")
+        self._start_job()
         batch_id = self._new_id("batch")
         batch = {
             "id": batch_id,
@@ -366,12 +406,26 @@ class StubServer:
         self.batches[batch_id] = batch
         return 200, {}, _public(batch)
 
+    def _start_job(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _end_job(self, batch: dict[str, Any]) -> None:
+        with self._lock:
+            if not batch.get("_ended"):
+                batch["_ended"] = True
+                self.in_flight -= 1
+
     def _batch(self, batch_id: str, cancel: bool) -> Any:
         batch = self.batches.get(batch_id)
         if batch is None:
             return 404, {}, {"error": {"message": f"no batch {batch_id}"}}
+        if batch.get("_kind") == "voyage":
+            return self._voyage_batch(batch, cancel)
         if cancel:
             batch["status"] = "cancelled"
+            self._end_job(batch)
             return 200, {}, _public(batch)
         if batch["status"] in ("validating", "in_progress"):
             batch["_polls"] += 1
@@ -382,6 +436,7 @@ class StubServer:
         return 200, {}, _public(batch)
 
     def _complete(self, batch: dict[str, Any]) -> None:
+        self._end_job(batch)
         if self.batch_outcome == "failed":
             batch["status"] = "failed"
             batch["errors"] = {"data": [{"code": "invalid_model", "message": "no such model"}]}
@@ -406,6 +461,8 @@ class StubServer:
                 )
                 continue
             status, _, body = self._openai(item["body"])
+            if cid in self.batch_nan_ids:
+                body = _tamper(body, "nan")
             out.append(
                 {
                     "id": f"batch_req_{n}",
@@ -427,6 +484,188 @@ class StubServer:
             batch["error_file_id"] = fid
         batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(err)}
         batch["status"] = "expired" if self.batch_outcome == "expired" else "completed"
+
+    # -- Voyage Batch API --
+
+    def _voyage_create_batch(self, body: dict[str, Any]) -> Any:
+        _require(body.get("input_file_id") in self.files, "unknown input_file_id")
+        _require(self.file_kinds.get(body["input_file_id"]) == "voyage", "not a Voyage file")
+        _require(body.get("endpoint") == "/v1/embeddings", "endpoint must be /v1/embeddings")
+        _require(body.get("completion_window") == "12h", "completion_window must be 12h")
+        params = body.get("request_params")
+        _require(isinstance(params, dict), "request_params must be an object")
+        _require(isinstance(params.get("model"), str) and params["model"], "model is required")
+        _require("input" not in params, "the input belongs in the input file")
+        _require(params.get("input_type") in (None, "query", "document"), "bad input_type")
+        dims = params.get("output_dimension")
+        _require(dims is None or (isinstance(dims, int) and dims > 0), "bad output_dimension")
+        self._start_job()
+        batch_id = self._new_id("batch")
+        batch = {
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": "/v1/embeddings",
+            "errors": None,
+            "input_file_id": body["input_file_id"],
+            "completion_window": "12h",
+            "model": params["model"],
+            "status": "validating",
+            "output_file_id": None,
+            "error_file_id": None,
+            "request_counts": {"total": 0, "completed": 0, "failed": 0},
+            "metadata": body.get("metadata"),
+            "_kind": "voyage",
+            "_params": params,
+            "_polls": 0,
+        }
+        self.batches[batch_id] = batch
+        return 200, {}, _public(batch)
+
+    def _voyage_batch(self, batch: dict[str, Any], cancel: bool) -> Any:
+        status = batch["status"]
+        if cancel:
+            if status in ("validating", "in_progress", "finalizing"):
+                batch["status"] = "cancelling"
+            return 200, {}, _public(batch)
+        if status == "cancelling":
+            batch["status"] = "cancelled"
+            self._end_job(batch)
+        elif status in ("validating", "in_progress", "finalizing"):
+            batch["_polls"] += 1
+            if status == "finalizing":
+                self._voyage_complete(batch)
+            elif batch["_polls"] > 2 * self.batch_polls:
+                if self.batch_outcome == "failed":  # the input did not validate
+                    batch["status"] = "failed"
+                    batch["errors"] = {"data": [{"code": "invalid_input", "message": "bad"}]}
+                    self._end_job(batch)
+                else:
+                    batch["status"] = "finalizing"
+            elif batch["_polls"] > self.batch_polls:
+                batch["status"] = "in_progress"
+        return 200, {}, _public(batch)
+
+    def _voyage_complete(self, batch: dict[str, Any]) -> None:
+        self._end_job(batch)
+        out, err = [], []
+        lines = [ln for ln in self.files[batch["input_file_id"]].splitlines() if ln.strip()]
+        for line in lines:
+            item = json.loads(line)
+            cid = item["custom_id"]
+            head = {"batch_id": batch["id"], "custom_id": cid}
+            if cid in self.batch_fail_ids:
+                response = {"status_code": 500, "message": "Internal Server Error"}
+                err.append({**head, "response": response, "error": None})
+                continue
+            status, _, body = self._openai({**batch["_params"], **item["body"]})
+            if cid in self.batch_nan_ids:
+                body = _tamper(body, "nan")
+            out.append({**head, "response": {"status_code": status, "body": body}, "error": None})
+        out.reverse()  # output order is not input order: map back by custom_id
+        if self.batch_outcome == "expired":  # the window closed: the rest is in the error file
+            keep = len(out) // 2
+            expired = {
+                "code": "batch_expired",
+                "message": "This request could not be executed before the completion "
+                "window expired.",
+            }
+            for o in out[keep:]:
+                err.append({**o, "response": None, "error": expired})
+            out = out[:keep]
+        if out:
+            fid = self._new_id("file")
+            self.files[fid] = "".join(json.dumps(o) + "\n" for o in out).encode()
+            batch["output_file_id"] = fid
+        if err:
+            fid = self._new_id("file")
+            self.files[fid] = "".join(json.dumps(e) + "\n" for e in err).encode()
+            batch["error_file_id"] = fid
+        batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(err)}
+        batch["status"] = "completed"
+
+    # -- Gemini asynchronous batch embeddings --
+
+    def _gemini_create_batch(self, model: str, body: Any) -> Any:
+        _require(isinstance(body, dict) and isinstance(body.get("batch"), dict), "'batch' needed")
+        batch = body["batch"]
+        _require(batch.get("model", f"models/{model}") == f"models/{model}", "model mismatch")
+        config = batch.get("inputConfig")
+        _require(isinstance(config, dict), "'batch.inputConfig' is required")
+        reqs = (config.get("requests") or {}).get("requests")
+        _require(isinstance(reqs, list) and reqs, "'inputConfig.requests.requests' is required")
+        keys: list[str] = []
+        for item in reqs:
+            _require(isinstance(item, dict) and "request" in item, "each item has a 'request'")
+            self._gemini_request(model, item["request"])
+            key = (item.get("metadata") or {}).get("key")
+            _require(isinstance(key, str) and key and key not in keys, "bad or duplicate key")
+            keys.append(key)
+        self._start_job()
+        name = "batches/" + self._new_id("gembatch")
+        record = {
+            "@type": _GEMINI_OP_TYPE,
+            "model": f"models/{model}",
+            "displayName": batch.get("displayName", ""),
+            "state": "BATCH_STATE_PENDING",
+            "name": name,
+            "batchStats": {"requestCount": str(len(reqs)), "pendingRequestCount": str(len(reqs))},
+        }
+        op = {"name": name, "metadata": record, "done": False, "_requests": reqs, "_polls": 0}
+        self.gemini_batches[name.split("/", 1)[1]] = op
+        return 200, {}, _public(op)
+
+    def _gemini_batch(self, batch_id: str, cancel: bool) -> Any:
+        op = self.gemini_batches.get(batch_id)
+        if op is None:
+            return 404, {}, {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}
+        record = op["metadata"]
+        if cancel:
+            if not op["done"]:
+                record["state"] = "BATCH_STATE_CANCELLED"
+                op["done"] = True
+                self._end_job(op)
+            return 200, {}, {}
+        if not op["done"]:
+            op["_polls"] += 1
+            if op["_polls"] > 2 * self.batch_polls:
+                self._gemini_complete(op)
+            elif op["_polls"] > self.batch_polls:
+                record["state"] = "BATCH_STATE_RUNNING"
+        return 200, {}, _public(op)
+
+    def _gemini_complete(self, op: dict[str, Any]) -> None:
+        self._end_job(op)
+        record = op["metadata"]
+        op["done"] = True
+        if self.batch_outcome in ("failed", "expired"):
+            record["state"] = f"BATCH_STATE_{self.batch_outcome.upper()}"
+            if self.batch_outcome == "failed":
+                op["error"] = {"code": 13, "message": "internal error", "status": "INTERNAL"}
+            return
+        model = record["model"].split("/", 1)[1]
+        lines = []
+        for item in op["_requests"]:
+            key = item["metadata"]["key"]
+            if key in self.batch_fail_ids:
+                error = {"code": 3, "message": "input too long", "status": "INVALID_ARGUMENT"}
+                lines.append({"error": error, "metadata": {"key": key}})
+                continue
+            text, dims = self._gemini_request(model, item["request"])
+            values = self.embed([text], dims)[0]
+            if key in self.batch_nan_ids:
+                values[0] = math.nan
+            usage = {"promptTokenCount": len(text.split())}
+            response = {"embedding": {"values": values}, "usageMetadata": usage}
+            lines.append({"response": response, "metadata": {"key": key}})
+        ok = sum(1 for ln in lines if "response" in ln)
+        record["state"] = "BATCH_STATE_SUCCEEDED"
+        record["batchStats"] = {
+            "requestCount": str(len(lines)),
+            "successfulRequestCount": str(ok),
+            "failedRequestCount": str(len(lines) - ok),
+        }
+        record["output"] = {"inlinedResponses": {"inlinedResponses": lines}}
+        op["response"] = {"@type": _GEMINI_OP_TYPE, "inlinedResponses": {"inlinedResponses": lines}}
 
 
 def _public(batch: dict[str, Any]) -> dict[str, Any]:
@@ -546,7 +785,7 @@ class _Handler(BaseHTTPRequestHandler):
         stub = self.stub
         if split.path.endswith("/api/embed"):
             return True  # Ollama needs no key
-        if _GEMINI.search(split.path):
+        if _GEMINI.search(split.path) or _GEMINI_BATCH.search(split.path):
             given = headers.get("x-goog-api-key") or parse_qs(split.query).get("key", [""])[0]
         else:
             auth = headers.get("authorization", "")

@@ -848,7 +848,8 @@ def test_batch_embedder_only_when_enabled(stub):
     on = fast(stub.url, batch_api=True, batch_api_min_texts=10)
     b = batch_embedder_for(provider, on)
     assert b is not None and b.should_use(10) and not b.should_use(9)
-    assert batch_embedder_for(make("voyage", stub), on) is None
+    assert type(batch_embedder_for(make("voyage", stub), on)).__name__ == "VoyageBatchEmbedder"
+    assert batch_embedder_for(make("mistral", stub), on) is None
 
 
 def test_tiny_query_budget_still_makes_one_attempt(stub):
