@@ -460,19 +460,6 @@ class FileBatchEmbedder(BatchEmbedder):
 class OpenAIBatchEmbedder(FileBatchEmbedder):
     label = "openai"
 
-    def __init__(
-        self,
-        provider: OpenAIProvider,
-        remote: RemoteSettings | None = None,
-        *,
-        max_requests_per_job: int = MAX_REQUESTS_PER_JOB,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        super().__init__(
-            provider, remote, max_requests_per_job=max_requests_per_job, sleep=sleep, clock=clock
-        )
-
     def _line(self, cid: str, texts: list[str]) -> dict[str, Any]:
         body = self.provider._body(texts, False)
         return {"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": body}

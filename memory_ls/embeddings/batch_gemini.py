@@ -40,13 +40,11 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..settings import RemoteSettings
 from .base import EmbeddingError
 from .batch import BatchEmbedder, BatchJob, Chunks, _Result
 
@@ -66,19 +64,6 @@ class GeminiBatchEmbedder(BatchEmbedder):
     max_inputs_cap = MAX_REQUESTS_PER_JOB
     max_job_bytes = MAX_BODY_BYTES
     requests_per_text = True
-
-    def __init__(
-        self,
-        provider: Any,
-        remote: RemoteSettings | None = None,
-        *,
-        max_requests_per_job: int = MAX_REQUESTS_PER_JOB,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        super().__init__(
-            provider, remote, max_requests_per_job=max_requests_per_job, sleep=sleep, clock=clock
-        )
 
     # -- hooks ----------------------------------------------------------------------------------
 

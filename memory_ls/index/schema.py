@@ -10,7 +10,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+# 2: files.tail, where a growing transcript's next sync starts reading (upgraded in place).
+SCHEMA_VERSION = 2
 
 
 def sqlite_module() -> ModuleType:
@@ -57,7 +58,8 @@ CREATE TABLE IF NOT EXISTS files (
   size INTEGER NOT NULL,
   date TEXT,              -- ISO date driving temporal decay; NULL = evergreen
   lines INTEGER NOT NULL DEFAULT 0,
-  line_map TEXT           -- JSON list: rendered line -> original line (transcripts)
+  line_map TEXT,          -- JSON list: rendered line -> original line (transcripts)
+  tail TEXT               -- JSON: where a transcript's next sync resumes (see sync.py)
 );
 CREATE TABLE IF NOT EXISTS chunks (
   id INTEGER PRIMARY KEY,
@@ -93,6 +95,17 @@ def create(conn: Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.executescript(DDL)
+
+
+def upgrade(conn: Connection, version: str) -> bool:
+    """Bring an index of an older schema up to date in place; False when it cannot be."""
+    if version != "1":
+        return False
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(files)")}
+    if "tail" not in columns:  # transcripts without it are read whole once, then by tail
+        conn.execute("ALTER TABLE files ADD COLUMN tail TEXT")
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+    return True
 
 
 def create_vec_table(conn: Connection, dims: int) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +38,15 @@ class ChunkRow:
     end_line: int
     text: str
     date: str | None  # of the file; None = evergreen
+
+
+@dataclass(frozen=True)
+class ChunkState:
+    id: int
+    hash: str
+    start_line: int
+    end_line: int
+    embedding: bytes | None
 
 
 @dataclass(frozen=True)
@@ -89,7 +99,10 @@ class Store:
             store = cls(path)
             store.conn.execute("SELECT count(*) FROM chunks").fetchone()
             meta = store.get_meta()
-            if meta.get("schema") not in (None, str(schema.SCHEMA_VERSION)):
+            version = meta.get("schema")
+            if version not in (None, str(schema.SCHEMA_VERSION)) and not schema.upgrade(
+                store.conn, version
+            ):
                 store.close()
                 raise DatabaseError(f"schema version {meta.get('schema')}")
             return store
@@ -132,11 +145,22 @@ class Store:
     def file_info(self, path: str) -> tuple[str, int, list[int] | None, str | None] | None:
         """(source, lines, line map, date) of an indexed file."""
         row = self.conn.execute(
-            "SELECT source, lines, line_map, date FROM files WHERE path = ?", (path,)
+            "SELECT source, lines, line_map, date, tail FROM files WHERE path = ?", (path,)
         ).fetchone()
         if row is None:
             return None
-        return row[0], row[1], json.loads(row[2]) if row[2] else None, row[3]
+        line_map = json.loads(row[2]) if row[2] else None
+        pending = json.loads(row[4]).get("pending") if row[4] else None
+        if pending:  # an unterminated last line's rendered lines, kept beside the map
+            line_map = (line_map or []) + pending
+        return row[0], row[1], line_map, row[3]
+
+    def file_tail(self, path: str) -> tuple[int, dict[str, Any]] | None:
+        """(lines, tail state) of a transcript indexed from disk, None when it has none."""
+        row = self.conn.execute("SELECT lines, tail FROM files WHERE path = ?", (path,)).fetchone()
+        if row is None or not row[1]:
+            return None
+        return row[0], json.loads(row[1])
 
     def upsert_file(
         self,
@@ -148,13 +172,14 @@ class Store:
         date: str | None,
         lines: int,
         line_map: Sequence[int] | None = None,
+        tail: dict[str, Any] | None = None,
     ) -> None:
         self.conn.execute(
-            "INSERT INTO files(path, source, hash, mtime, size, date, lines, line_map) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+            "INSERT INTO files(path, source, hash, mtime, size, date, lines, line_map, tail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
             "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
             "size = excluded.size, date = excluded.date, lines = excluded.lines, "
-            "line_map = excluded.line_map",
+            "line_map = excluded.line_map, tail = excluded.tail",
             (
                 path,
                 source,
@@ -164,6 +189,39 @@ class Store:
                 date,
                 lines,
                 json.dumps(list(line_map)) if line_map else None,
+                json.dumps(tail, separators=(",", ":")) if tail is not None else None,
+            ),
+        )
+
+    def extend_file(
+        self,
+        path: str,
+        hash_: str,
+        mtime: float,
+        size: int,
+        date: str | None,
+        lines: int,
+        more_map: Sequence[int],
+        tail: dict[str, Any] | None,
+    ) -> None:
+        """Record a transcript's appended tail: the line map grows inside SQLite (the JSON
+        list is extended as text, never parsed here), the rest of the row is replaced."""
+        more = ", ".join(str(n) for n in more_map) or None
+        self.conn.execute(
+            "UPDATE files SET hash = ?, mtime = ?, size = ?, date = ?, lines = ?, tail = ?, "
+            "line_map = CASE WHEN ?7 IS NULL THEN line_map "
+            "WHEN line_map IS NULL THEN '[' || ?7 || ']' "
+            "ELSE substr(line_map, 1, length(line_map) - 1) || ', ' || ?7 || ']' END "
+            "WHERE path = ?8",
+            (
+                hash_,
+                mtime,
+                size,
+                date,
+                lines,
+                json.dumps(tail, separators=(",", ":")) if tail is not None else None,
+                more,
+                path,
             ),
         )
 
@@ -185,15 +243,27 @@ class Store:
         ).fetchall()
         return dict(rows)
 
+    def chunk_rows(self, path: str, first_id: int = 0) -> list[ChunkState]:
+        """A file's chunks from id ``first_id`` on, in order (chunks are inserted in order)."""
+        rows = self.conn.execute(
+            "SELECT id, hash, start_line, end_line, embedding FROM chunks "
+            "WHERE path = ? AND id >= ? ORDER BY id",
+            (path, first_id),
+        ).fetchall()
+        return [ChunkState(*r) for r in rows]
+
     def _delete_chunks(self, path: str) -> list[int]:
         ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
+        self._delete_ids(ids)
+        return ids
+
+    def _delete_ids(self, ids: Sequence[int]) -> None:
         if ids:
             params = [(i,) for i in ids]
             self.conn.executemany("DELETE FROM chunks_fts WHERE rowid = ?", params)
             if self.has_vec_table:
                 self.conn.executemany("DELETE FROM chunks_vec WHERE rowid = ?", params)
-            self.conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
-        return ids
+            self.conn.executemany("DELETE FROM chunks WHERE id = ?", params)
 
     def replace_chunks(
         self, path: str, source: str, chunks: Sequence[Chunk], known: dict[str, bytes], model: str
@@ -203,6 +273,24 @@ class Store:
         Returns (removed chunk ids, [(new id, embedding or None)]).
         """
         removed = self._delete_chunks(path)
+        return removed, self._insert_chunks(path, source, chunks, known, model)
+
+    def update_chunks(
+        self,
+        path: str,
+        source: str,
+        remove: Sequence[int],
+        chunks: Sequence[Chunk],
+        known: dict[str, bytes],
+        model: str,
+    ) -> tuple[list[int], list[tuple[int, bytes | None]]]:
+        """Delete some of a file's chunks (by id) and add others after the ones it keeps."""
+        self._delete_ids(remove)
+        return list(remove), self._insert_chunks(path, source, chunks, known, model)
+
+    def _insert_chunks(
+        self, path: str, source: str, chunks: Sequence[Chunk], known: dict[str, bytes], model: str
+    ) -> list[tuple[int, bytes | None]]:
         now = time.time()
         added: list[tuple[int, bytes | None]] = []
         for c in chunks:
@@ -228,7 +316,7 @@ class Store:
             )
             added.append((cid, blob))
         self._vec_insert([(cid, b) for cid, b in added if b is not None])
-        return removed, added
+        return added
 
     def pending_chunks(self, limit: int) -> list[tuple[int, str, str]]:
         """(id, hash, text) of chunks that have no embedding yet."""

@@ -17,6 +17,7 @@ are picked up again on the next sync once the writer has finished them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -24,7 +25,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from .markdown import SourceText
 from .redact import redact
@@ -144,18 +145,22 @@ def parse_record(rec: Any, line: int) -> Message | None:
     return Message(line, role, redact(text), tuple(tools))
 
 
-def iter_messages(text: str, path: str = "") -> Iterator[Message]:
-    """The messages of a transcript in order; undecodable lines are skipped and logged."""
+def iter_messages(text: str, path: str = "", first_line: int = 1) -> Iterator[Message]:
+    """The messages of a transcript in order; undecodable lines are skipped and logged.
+
+    ``first_line`` numbers the first line of ``text``: a tail read from the middle of a file
+    keeps the file's line numbers."""
     lines = text.split("\n")
+    last = first_line + len(lines) - 1
     bad: list[int] = []
-    for i, raw in enumerate(lines, 1):
+    for i, raw in enumerate(lines, first_line):
         raw = raw.strip().lstrip("\ufeff")
         if not raw:
             continue
         try:
             rec = json.loads(raw)
         except (ValueError, RecursionError):
-            if i == len(lines):  # no newline yet: the writer is still on this line
+            if i == last:  # no newline yet: the writer is still on this line
                 log.debug("%s: line %d is incomplete, left for the next sync", path, i)
             else:
                 bad.append(i)
@@ -169,13 +174,17 @@ def iter_messages(text: str, path: str = "") -> Iterator[Message]:
         )
 
 
+def _render_into(msg: Message, out: list[str], line_map: list[int]) -> None:
+    rendered = msg.render()
+    out += rendered
+    line_map += [msg.line] * len(rendered)
+
+
 def render_messages(messages: list[Message]) -> SourceText:
     out: list[str] = []
     line_map: list[int] = []
     for msg in messages:
-        rendered = msg.render()
-        out += rendered
-        line_map += [msg.line] * len(rendered)
+        _render_into(msg, out, line_map)
     return SourceText("\n".join(out), tuple(line_map))
 
 
@@ -186,6 +195,60 @@ def render_transcript(text: str, path: str = "") -> SourceText:
 
 
 # -- growing transcripts ------------------------------------------------------------------------
+
+ANCHOR_BYTES = 4096
+
+
+@dataclass
+class Segment:
+    """The rendered lines of a transcript's bytes from a line boundary to the end.
+
+    Complete (newline-terminated) lines are settled. An unterminated last line that already
+    parses is rendered too (``pending``: a writer may never end its file with a newline) but
+    not consumed: the next sync reads it again, finished or not.
+    """
+
+    lines: list[str]  # rendered lines of the complete JSONL lines
+    numbers: list[int]  # their original 1-based JSONL line numbers
+    pending: list[str]  # rendered lines of the unterminated last line
+    pending_numbers: list[int]
+    consumed: int  # bytes of complete lines, through the last newline
+    next_line: int  # number of the first line not complete yet
+
+
+def render_segment(data: bytes, first_line: int = 1, path: str = "") -> Segment:
+    """Render ``data``, which starts at the beginning of line ``first_line`` of a transcript.
+
+    Rendering is per JSONL line (and redaction per message), so a tail renders exactly as the
+    same lines do inside the whole file."""
+    consumed = data.rfind(b"\n") + 1
+    next_line = first_line + data.count(b"\n")
+    seg = Segment([], [], [], [], consumed, next_line)
+    # A newline byte never occurs inside a UTF-8 sequence: decoding from a line start is exact.
+    for msg in iter_messages(data.decode("utf-8", errors="replace"), path, first_line):
+        if msg.line < next_line:
+            _render_into(msg, seg.lines, seg.numbers)
+        else:
+            _render_into(msg, seg.pending, seg.pending_numbers)
+    return seg
+
+
+def anchor(head: bytes, before: bytes) -> str:
+    """Fingerprint of the bytes an earlier sync read: the first and the last ANCHOR_BYTES
+    before its offset. If they still match, the file was appended to, not rewritten."""
+    h = hashlib.sha256(len(head).to_bytes(8, "big"))
+    h.update(head)
+    h.update(before)
+    return h.hexdigest()[:32]
+
+
+def anchor_windows(fh: BinaryIO, offset: int) -> tuple[bytes, bytes]:
+    """(first, last) ANCHOR_BYTES of the file before ``offset``: two small reads."""
+    fh.seek(0)
+    head = fh.read(min(ANCHOR_BYTES, offset))
+    start = max(0, offset - ANCHOR_BYTES)
+    fh.seek(start)
+    return head, fh.read(offset - start)
 
 
 def count_messages(data: bytes) -> int:
