@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import llama_cpp  # noqa: E402,F401  (a dependency: fail loudly when missing, never skip)
 import numpy as np
 import pytest
 from model_util import (
@@ -25,7 +26,6 @@ from memory_ls.embeddings.factory import create_provider
 from memory_ls.embeddings.local import LocalProvider, find_local_model, open_local
 from memory_ls.settings import Settings
 
-pytest.importorskip("llama_cpp")
 pytestmark = pytest.mark.model
 
 FOOD = "A man is eating food."

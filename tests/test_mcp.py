@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-pytest.importorskip("mcp")
+# mcp is a dependency of the package: a missing install must fail here, not skip.
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
