@@ -202,6 +202,8 @@ class MemoryEngine:
                 sync_keyword(self._writer, self._ctx, dict(self._overlays), report, progress)
         if embed:
             self.embed_pending(progress, report)
+        if self.provider is not None:
+            self.vectors.warm()
         report.duration_ms = (time.perf_counter() - t0) * 1000
         self.last_sync = report
         self._account(report)

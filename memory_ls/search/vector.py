@@ -37,6 +37,11 @@ class VectorIndex:
             self._row = {}
             self._n = 0
 
+    def warm(self) -> None:
+        """Load the matrix now (from a worker thread), so the first search does not pay for it."""
+        with self._lock:
+            self._ensure()
+
     def _ensure(self) -> None:
         if self._loaded:
             return
