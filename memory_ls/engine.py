@@ -421,6 +421,10 @@ class MemoryEngine:
         fallback = self.fallback_reason
         qvec = None
         wants_vec = self.provider is not None and mode != "keyword" and bool(query.strip())
+        if wants_vec and self.needs_rebuild:
+            # The stored vectors belong to the previous model until the rebuild has run.
+            wants_vec = False
+            fallback = "the index is waiting for a rebuild for the new model; keyword results only"
         unknown = self._unknown_ratio(req.query) if wants_vec else 0.0
         if unknown > MAX_UNKNOWN_QUERY_TOKENS:
             wants_vec = False
@@ -480,6 +484,10 @@ class MemoryEngine:
         if mf.path in self._overlays:
             data = self._overlays[mf.path].encode("utf-8", "surrogatepass")
         else:
+            if not mf.abs_path.exists():
+                raise PathError(f"{mf.path}: no such file")
+            if not self.workspace.is_memory_file(mf):  # a FIFO would block the reader forever
+                raise PathError(f"{mf.path}: not a regular file")
             try:
                 data = read_bytes(mf.abs_path, self.settings.max_file_bytes)
             except FileNotFoundError:

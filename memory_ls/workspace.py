@@ -151,7 +151,8 @@ class Workspace:
             rel = p.relative_to(self.root).as_posix()
         except ValueError:
             raise PathError(f"{path}: outside the workspace {self.root}") from None
-        if p.is_symlink():
+        # A symlinked folder on the way would let a read escape the workspace.
+        if any(q.is_symlink() for q in [p, *list(p.parents)[: rel.count("/")]]):
             raise PathError(f"{path}: symlinks are not memory")
         found = self.classify(rel)
         if found is None:

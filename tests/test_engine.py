@@ -360,3 +360,30 @@ def test_broken_model_file_degrades_to_keywords(ws: Path, tmp_path: Path):
     assert resp.mode == "keyword" and resp.results
     assert resp.fallback_reason == st["providerReason"]
     e.close()
+
+
+def test_symlinked_folders_and_fifos_are_refused(ws: Path, tmp_path: Path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# top secret\n")
+    (ws / "memory" / "linked").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(ws / "memory" / "pipe.md")
+    e = keyword_engine(ws, tmp_path)
+    with pytest.raises(PathError, match="symlinks"):
+        e.get("memory/linked/secret.md")
+    assert not e.set_document("memory/linked/secret.md", "# x\n")
+    with pytest.raises(PathError, match="regular file"):
+        e.get("memory/pipe.md")  # must not block
+    assert e.search("secret").results == []
+    e.close()
+
+
+def test_filtered_search_keeps_its_best_keyword_hit(tmp_path: Path):
+    root = tmp_path / "f"
+    write(root, "memory/a.md", "# A\n\nkubernetes helm chart\n")
+    write(root, "memory/b.md", "# B\n\nkubernetes " + "filler " * 150 + "\n")
+    e = keyword_engine(root, tmp_path)
+    assert paths(e.search("kubernetes helm file:memory/b.md")) == ["memory/b.md"]
+    hit = e.search("kubernetes helm", path_prefix="memory/b").results[0]
+    assert hit.path == "memory/b.md" and hit.score == 1.0
+    e.close()

@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +88,7 @@ class Store:
             schema.create(self.conn)
         self.dims = int(self.get_meta().get("dims") or 0)
         self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
+        self._after_commit: list[Callable[[], None]] = []
 
     @classmethod
     def open(cls, path: Path) -> Store:
@@ -118,13 +119,31 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        """One write transaction; callbacks given to ``after_commit`` run only once it is
+        committed (the in-memory vector index must never see a write that rolled back)."""
         self.conn.execute("BEGIN IMMEDIATE")
+        self._after_commit = []
         try:
+            if self.vec_reason is None and not self.has_vec_table:
+                # Another process (a CLI rebuild) may have created the table since we looked.
+                self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
             yield
+            self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            self._after_commit = []
             raise
-        self.conn.execute("COMMIT")
+        callbacks, self._after_commit = self._after_commit, []
+        for fn in callbacks:
+            fn()
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` when the current transaction commits (at once outside a transaction)."""
+        if self.conn.in_transaction:
+            self._after_commit.append(fn)
+        else:
+            fn()
 
     # -- meta -------------------------------------------------------------------------------
     def get_meta(self) -> dict[str, str]:
@@ -138,8 +157,19 @@ class Store:
         )
 
     # -- files ------------------------------------------------------------------------------
-    def file_states(self) -> dict[str, FileState]:
-        rows = self.conn.execute("SELECT path, hash, mtime, size FROM files").fetchall()
+    def file_states(self, paths: Iterable[str] | None = None) -> dict[str, FileState]:
+        """Stored state of every file, or of the given paths only (one edit: one row)."""
+        if paths is None:
+            rows = self.conn.execute("SELECT path, hash, mtime, size FROM files").fetchall()
+        else:
+            wanted = list(paths)
+            rows = []
+            for i in range(0, len(wanted), 500):
+                part = wanted[i : i + 500]
+                marks = ",".join("?" * len(part))
+                rows += self.conn.execute(
+                    f"SELECT path, hash, mtime, size FROM files WHERE path IN ({marks})", part
+                ).fetchall()
         return {p: FileState(h, m, s) for p, h, m, s in rows}
 
     def file_info(self, path: str) -> tuple[str, int, list[int] | None, str | None] | None:
@@ -315,7 +345,10 @@ class Store:
                 "INSERT INTO chunks_fts(rowid, body) VALUES (?, ?)", (cid, index_text(c.text))
             )
             added.append((cid, blob))
-        self._vec_insert([(cid, b) for cid, b in added if b is not None])
+        known_blobs = [(cid, b) for cid, b in added if b is not None]
+        if known_blobs and not self.has_vec_table and self.vec_reason is None:
+            self.ensure_vec_table(len(known_blobs[0][1]) // 4)  # a rebuild fed by the cache
+        self._vec_insert(known_blobs)
         return added
 
     def pending_chunks(self, limit: int) -> list[tuple[int, str, str]]:
@@ -325,14 +358,18 @@ class Store:
             (limit,),
         ).fetchall()
 
-    def still_pending(self, ids: Sequence[int]) -> set[int]:
-        if not ids:
+    def still_pending(self, rows: Sequence[tuple[int, str]]) -> set[int]:
+        """Of (id, hash) pairs read earlier, the ids still waiting for exactly that text's
+        vector: an edit meanwhile may have re-used an id for other text."""
+        if not rows:
             return set()
-        marks = ",".join("?" * len(ids))
-        rows = self.conn.execute(
-            f"SELECT id FROM chunks WHERE id IN ({marks}) AND embedding IS NULL", list(ids)
+        marks = ",".join("?" * len(rows))
+        found = self.conn.execute(
+            f"SELECT id, hash FROM chunks WHERE id IN ({marks}) AND embedding IS NULL",
+            [cid for cid, _ in rows],
         ).fetchall()
-        return {r[0] for r in rows}
+        wanted = dict(rows)
+        return {cid for cid, h in found if wanted.get(cid) == h}
 
     def count_pending(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks WHERE embedding IS NULL").fetchone()[

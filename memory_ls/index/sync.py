@@ -110,14 +110,21 @@ def index_text(
         src.line_map,
     )
     report.indexed += 1
-    if ctx.on_vectors:
-        ctx.on_vectors(removed, [(cid, from_blob(b)) for cid, b in added if b is not None])
+    _vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])
+
+
+def _vectors_changed(
+    store: Store, ctx: IndexContext, removed: Sequence[int], added: Sequence[tuple[int, bytes]]
+) -> None:
+    """Tell the in-memory vector index, once the transaction holding the change commits."""
+    on_vectors = ctx.on_vectors
+    if on_vectors and (removed or added):
+        vecs = [(cid, from_blob(b)) for cid, b in added]
+        store.after_commit(lambda: on_vectors(removed, vecs))
 
 
 def _drop(store: Store, ctx: IndexContext, path: str) -> None:
-    removed = store.delete_file(path)
-    if ctx.on_vectors and removed:
-        ctx.on_vectors(removed, [])
+    _vectors_changed(store, ctx, store.delete_file(path), [])
 
 
 def remove_file(store: Store, ctx: IndexContext, path: str) -> None:
@@ -143,9 +150,7 @@ def sync_keyword(
         mf = ws.classify(path)
         if mf and (path in overlays or ws.is_memory_file(mf)):
             found[path] = mf
-    states = store.file_states()
-    if only is not None:
-        states = {p: s for p, s in states.items() if p in only}
+    states = store.file_states(only)
     report.files = len(found)
     todo = sorted(found)
     done = 0
@@ -418,8 +423,7 @@ def _index_transcript(
         mark = f"tail:{state.anchor}:{size}"
         store.extend_file(mf.path, mark, mtime, size, day, n_lines, seg.numbers, tail)
     report.indexed += 1
-    if ctx.on_vectors:
-        ctx.on_vectors(removed, [(cid, from_blob(b)) for cid, b in added if b is not None])
+    _vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])
 
 
 def _open_window(
@@ -486,11 +490,10 @@ def embed_pending(
             store.ensure_vec_table(dims)
             if ctx.cache_enabled and fresh:
                 store.cache_put(ctx.cache_key, list(fresh.items()))
-            live = store.still_pending([cid for cid, _, _ in rows])
+            live = store.still_pending([(cid, h) for cid, h, _ in rows])
             items = [(cid, by_hash[h]) for cid, h, _ in rows if cid in live]
             store.set_embeddings(items, ctx.cache_key[1])
-        if ctx.on_vectors:
-            ctx.on_vectors([], [(cid, from_blob(b)) for cid, b in items])
+        _vectors_changed(store, ctx, [], [(cid, b) for cid, b in items])
         report.embedded += len(items)
         done += len(rows)
         if progress:

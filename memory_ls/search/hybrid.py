@@ -85,12 +85,11 @@ def run(
     expr = fts_query(words) if use_text else None
 
     cands: dict[int, Candidate] = {}
-    best_bm = 0.0
+    bm25: dict[int, float] = {}
     if expr:
-        found = store.fts_search(expr, pool)
-        best_bm = found[0][1] if found else 0.0
-        for rank, (cid, bm) in enumerate(found, start=1):
-            cands[cid] = Candidate(cid, text=bm25_score(bm, best_bm), text_rank=rank)
+        for rank, (cid, bm) in enumerate(store.fts_search(expr, pool), start=1):
+            cands[cid] = Candidate(cid, text_rank=rank)
+            bm25[cid] = bm
     if use_vec and words.strip():
         assert vectors is not None and qvec is not None
         for rank, (cid, sim) in enumerate(vectors.search(qvec, pool), start=1):
@@ -107,11 +106,18 @@ def run(
         return [], mode
 
     rows = store.chunks_by_ids(cands)
+    kept = [
+        (c, rows[cid])
+        for cid, c in cands.items()
+        if cid in rows and _passes(rows[cid], filters, req.sources, req.path_prefix)
+    ]
+    # Normalise BM25 against the best match that survived the filters, so that the best
+    # keyword hit of a filtered search still scores 1.0 and passes minScore.
+    best_bm = min((bm25[c.chunk_id] for c, _ in kept if c.chunk_id in bm25), default=0.0)
     scored: list[tuple[Candidate, ChunkRow]] = []
-    for cid, c in cands.items():
-        row = rows.get(cid)
-        if row is None or not _passes(row, filters, req.sources, req.path_prefix):
-            continue
+    for c, row in kept:
+        if c.chunk_id in bm25:
+            c.text = bm25_score(bm25[c.chunk_id], best_bm)
         if mode == "keyword":
             c.score = c.text
         elif mode == "vector":

@@ -8,12 +8,16 @@ mask, so a keystroke that re-chunks one file costs O(changed chunks), not a matr
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..index.schema import DatabaseError
 from ..index.store import Store
+
+log = logging.getLogger(__name__)
 
 
 class VectorIndex:
@@ -138,7 +142,11 @@ class SqliteVecIndex:
         self._store = store
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        hits = self._store.vec_search(query, k)
+        try:
+            hits = self._store.vec_search(query, k)
+        except DatabaseError as exc:  # e.g. a query of other dimensions than the index
+            log.warning("sqlite-vec search failed: %s", exc)
+            return []
         # vec0 returns cosine distance; ties are broken by id like the numpy path.
         return sorted(((int(i), 1.0 - float(d)) for i, d in hits), key=lambda h: (-h[1], h[0]))
 
