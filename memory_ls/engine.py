@@ -106,6 +106,7 @@ class MemoryEngine:
         self.fallback_reason: str | None = None
         self._on_fallback = False
         self._totals = {"cacheHits": 0, "cacheMisses": 0}
+        self._data_version: int | None = None
         self._query_retry_at = 0.0
         self._query_failure: str | None = None
         path = index_path or (settings.store.path and Path(settings.store.path).expanduser())
@@ -409,6 +410,7 @@ class MemoryEngine:
     ) -> SearchResponse:
         t0 = time.perf_counter()
         qs = self.settings.query
+        self._notice_other_writers()
         self.sync_dirty(self.settings.sync.search_budget_ms / 1000)
         req = SearchRequest(
             query=query[:2000],
@@ -459,6 +461,22 @@ class MemoryEngine:
             fallback_reason=fallback,
             took_ms=(time.perf_counter() - t0) * 1000,
         )
+
+    def _notice_other_writers(self) -> None:
+        """Drop the in-memory vectors when another process (a CLI `index`, an MCP server)
+        committed to this index: they follow only this engine's own writes. The writer
+        connection's data_version moves only on other connections' commits."""
+        if not self._lock.acquire(blocking=False):
+            return  # we are writing ourselves; check on the next search
+        try:
+            version = self._writer.conn.execute("PRAGMA data_version").fetchone()[0]
+            if self._data_version is not None and version != self._data_version:
+                log.info("the index was changed by another process; reloading vectors")
+                self.vectors.invalidate()
+                self.needs_rebuild = self._meta_changed()
+            self._data_version = version
+        finally:
+            self._lock.release()
 
     def _unknown_ratio(self, query: str) -> float:
         check = getattr(self.provider, "unknown_ratio", None)

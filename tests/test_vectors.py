@@ -133,3 +133,22 @@ def test_queries_the_model_cannot_read_use_keywords(ws: Path, tmp_path: Path, mo
     en = e.search("token bucket rate limiting")
     assert en.mode == "hybrid" and en.fallback_reason is None
     e.close()
+
+
+def test_writes_by_another_process_reach_the_vector_side(
+    ws: Path, tmp_path: Path, model_path: Path
+):
+    idx = tmp_path / "shared.sqlite"
+    server = model_engine(ws, idx, model_path)
+    server.sync()
+    before = server.search("Deploys go through GitHub Actions", mode="vector", min_score=0)
+    assert before.results[0].path == "memory/2026-02-01-deploy.md"
+    (ws / "memory/2026-02-01-deploy.md").write_text("# Gardening\n\nTomatoes need sun.\n")
+    cli = model_engine(ws, idx, model_path)  # e.g. `memory-ls index` in a terminal
+    cli.sync()
+    cli.close()
+    after = server.search("tomatoes need sun", mode="vector", min_score=0)
+    top = after.results[0]
+    assert top.path == "memory/2026-02-01-deploy.md" and top.score > 0.6, top.score
+    assert "Tomatoes" in top.snippet
+    server.close()
