@@ -11,7 +11,11 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+import numpy as np
+
+_CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF),
+               (0xAC00, 0xD7AF))
+_CJK = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _CJK_RANGES) + "]")
 
 
 @dataclass(frozen=True)
@@ -51,25 +55,40 @@ def text_hash(text: str) -> str:
 def _split_long(line: str, limits: ChunkLimits) -> list[str]:
     """Cut one over-long line into pieces within the budget (at spaces where possible)."""
     pieces: list[str] = []
-    rest = line
-    while rest:
-        # Binary search the longest prefix that fits; lines can be megabytes long.
-        # No piece can hold more than ~4 characters per token, which bounds the search.
-        lo, hi = 1, min(len(rest), limits.tokens * 4 + 4)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if _fits(rest[:mid], limits):
-                lo = mid
-            else:
-                hi = mid - 1
+    pos, end = 0, len(line)
+    # No piece can hold more than ~4 characters per token, which bounds each search (and
+    # each slice: a multi-megabyte line is never copied whole per piece).
+    span = limits.tokens * 4 + 4
+    while pos < end:
+        window = line[pos : pos + span]
+        lo = _longest_fitting_prefix(window, limits)
         cut = lo
-        if cut < len(rest):
-            space = rest.rfind(" ", cut // 2, cut)
+        if pos + cut < end:
+            space = window.rfind(" ", cut // 2, cut)
             if space > 0:
                 cut = space + 1
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
+        pieces.append(window[:cut])
+        pos += cut
     return pieces
+
+
+def _longest_fitting_prefix(text: str, limits: ChunkLimits) -> int:
+    """Length of the longest prefix of ``text`` within the budget (at least 1), from prefix
+    sums of CJK characters and UTF-8 bytes: one pass, however many characters are CJK."""
+    cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    cjk = np.zeros(len(cps), dtype=bool)
+    for a, b in _CJK_RANGES:
+        cjk |= (cps >= a) & (cps <= b)
+    n = np.arange(1, len(cps) + 1)
+    ncjk = np.cumsum(cjk)
+    tokens = ncjk + (n - ncjk + 3) // 4
+    ok = tokens <= limits.tokens
+    if limits.max_bytes:
+        size = 1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)
+        ok &= np.cumsum(size) <= limits.max_bytes
+    # Both sums only grow, so the prefixes that fit are exactly a leading run.
+    fitting = int(np.argmin(ok)) if not ok.all() else len(cps)
+    return max(1, fitting)
 
 
 def _fits(text: str, limits: ChunkLimits) -> bool:
@@ -83,14 +102,18 @@ def chunk_lines(
 ) -> list[Chunk]:
     """Chunks over ``lines`` (no trailing newlines); ``line_numbers`` maps to original lines."""
     numbers = line_numbers or list(range(1, len(lines) + 1))
-    units: list[tuple[int, str, int]] = []  # (line number, text, tokens)
+    units: list[tuple[int, str, int, int]] = []  # (line number, text, tokens, bytes)
     for num, line in zip(numbers, lines, strict=True):
         parts = [line] if _fits(line, limits) else _split_long(line, limits)
-        units += [(num, p, estimate_tokens(p) + 1) for p in parts]
+        units += [
+            (num, p, estimate_tokens(p) + 1, len(p.encode("utf-8", "surrogatepass")) + 1)
+            for p in parts
+        ]
+    max_bytes = limits.max_bytes + 1 if limits.max_bytes else 1 << 62  # +1: no final newline
 
     chunks: list[Chunk] = []
-    window: list[tuple[int, str, int]] = []
-    size = 0
+    window: list[tuple[int, str, int, int]] = []
+    size = nbytes = 0
 
     def emit() -> None:
         text = "\n".join(u[1] for u in window)
@@ -98,19 +121,25 @@ def chunk_lines(
             chunks.append(Chunk(window[0][0], window[-1][0], text, text_hash(text)))
 
     for unit in units:
-        if window and size + unit[2] > limits.tokens:
+        if window and (size + unit[2] > limits.tokens or nbytes + unit[3] > max_bytes):
             emit()
             # Carry the tail of the window (up to the overlap budget) into the next chunk.
-            carry: list[tuple[int, str, int]] = []
-            carried = 0
+            carry: list[tuple[int, str, int, int]] = []
+            carried = carried_bytes = 0
             for u in reversed(window):
-                if carried + u[2] > limits.overlap or carried + u[2] + unit[2] > limits.tokens:
+                if (
+                    carried + u[2] > limits.overlap
+                    or carried + u[2] + unit[2] > limits.tokens
+                    or carried_bytes + u[3] + unit[3] > max_bytes
+                ):
                     break
                 carry.insert(0, u)
                 carried += u[2]
-            window, size = carry, carried
+                carried_bytes += u[3]
+            window, size, nbytes = carry, carried, carried_bytes
         window.append(unit)
         size += unit[2]
+        nbytes += unit[3]
     if window:
         emit()
     return chunks
