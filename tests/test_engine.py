@@ -387,3 +387,9 @@ def test_filtered_search_keeps_its_best_keyword_hit(tmp_path: Path):
     hit = e.search("kubernetes helm", path_prefix="memory/b").results[0]
     assert hit.path == "memory/b.md" and hit.score == 1.0
     e.close()
+
+
+def test_vector_mode_without_a_model_degrades_to_keywords(engine: MemoryEngine):
+    resp = engine.search("token bucket", mode="vector")
+    assert resp.mode == "keyword" and resp.fallback_reason
+    assert paths(resp)[0] == "memory/2026-01-10-api-design.md"

@@ -72,8 +72,9 @@ def run(
 ) -> tuple[list[SearchHit], str]:
     """The hits for one request and the mode that produced them."""
     words, filters = parse_filters(req.query)
-    use_text = req.mode in ("auto", "hybrid", "keyword")
     use_vec = qvec is not None and vectors is not None and req.mode in ("auto", "hybrid", "vector")
+    # Degrade, never fail: a vector search with no query vector answers with keywords.
+    use_text = req.mode in ("auto", "hybrid", "keyword") or not use_vec
     if req.mode == "auto" and not qs.hybrid.enabled and use_vec:
         use_text = False
     mode = "hybrid" if use_text and use_vec else ("vector" if use_vec else "keyword")
