@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -152,3 +153,17 @@ def test_writes_by_another_process_reach_the_vector_side(
     assert top.path == "memory/2026-02-01-deploy.md" and top.score > 0.6, top.score
     assert "Tomatoes" in top.snippet
     server.close()
+
+
+def test_without_sqlite_vec_vectors_fall_back_to_numpy(
+    ws: Path, tmp_path: Path, model_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setitem(sys.modules, "sqlite_vec", None)  # as if the wheel were not installed
+    e = model_engine(ws, tmp_path / "i.sqlite", model_path, vector_backend="sqlite-vec")
+    e.sync()
+    st = e.status()
+    assert st["sqliteVec"].startswith("sqlite-vec not loaded") and st["vectorBackend"] == "numpy"
+    resp = e.search("how do we throttle clients that send too many calls?")
+    assert resp.mode == "hybrid"
+    assert resp.results[0].path == "memory/2026-01-10-api-design.md"
+    e.close()
