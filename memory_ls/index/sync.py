@@ -87,15 +87,7 @@ def index_text(
         return
     lines = split_lines(src.text)
     chunks = chunk_text(src.text, ctx.limits, list(src.line_map) if src.line_map else None)
-    known = store.chunk_embeddings(mf.path)
-    if ctx.cache_key and ctx.cache_enabled:
-        wanted = [c.hash for c in chunks if c.hash not in known]
-        if wanted:
-            hits = store.cache_get(ctx.cache_key, wanted)
-            report.cache_hits += len(hits)
-            known.update(hits)
-    if not ctx.cache_key:
-        known = {}
+    known = known_vectors(store, ctx, chunks, store.chunk_embeddings(mf.path), report)
     model = ctx.cache_key[1] if ctx.cache_key else ""
     removed, added = store.replace_chunks(mf.path, mf.source, chunks, known, model)
     d = file_date(mf.path, mtime)
@@ -111,6 +103,27 @@ def index_text(
     )
     report.indexed += 1
     _vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])
+
+
+def known_vectors(
+    store: Store,
+    ctx: IndexContext,
+    chunks: Sequence[Chunk],
+    reused: dict[str, bytes],
+    report: SyncReport,
+) -> dict[str, bytes]:
+    """hash -> vector already paid for: the file's previous chunks, then the embedding cache.
+    Keyword-only (no provider): none, so no chunk claims a vector of another model."""
+    if not ctx.cache_key:
+        return {}
+    known = dict(reused)
+    if ctx.cache_enabled:
+        wanted = [c.hash for c in chunks if c.hash not in known]
+        if wanted:
+            hits = store.cache_get(ctx.cache_key, wanted)
+            report.cache_hits += len(hits)
+            known.update(hits)
+    return known
 
 
 def _vectors_changed(
@@ -381,15 +394,8 @@ def _index_transcript(
         if (row.hash, row.start_line, row.end_line) != (c.hash, c.start_line, c.end_line):
             break
         keep += 1
-    known = {r.hash: r.embedding for r in rows if r.embedding is not None}
-    if ctx.cache_key and ctx.cache_enabled:
-        wanted = [c.hash for c in chunks[keep:] if c.hash not in known]
-        if wanted:
-            hits = store.cache_get(ctx.cache_key, wanted)
-            report.cache_hits += len(hits)
-            known.update(hits)
-    if not ctx.cache_key:
-        known = {}
+    reused = {r.hash: r.embedding for r in rows if r.embedding is not None}
+    known = known_vectors(store, ctx, chunks[keep:], reused, report)
     model = ctx.cache_key[1] if ctx.cache_key else ""
     gone = [r.id for r in rows[keep:]]
     removed, added = store.update_chunks(mf.path, mf.source, gone, chunks[keep:], known, model)
