@@ -65,6 +65,9 @@ class QuerySettings:
     temporal_decay: DecaySettings = field(default_factory=DecaySettings)
     # Each source keeps at least this share of the results when several sources match.
     source_balance: bool = True
+    # Keyword side: leave out query words found in more than this share of all chunks (their
+    # IDF is near zero, and BM25 over them scans much of a large index); 1 keeps every word.
+    common_term_fraction: float = 0.3
 
 
 @dataclass

@@ -89,6 +89,7 @@ class Store:
         self.dims = int(self.get_meta().get("dims") or 0)
         self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
         self._after_commit: list[Callable[[], None]] = []
+        self._vocab_ready = False
 
     @classmethod
     def open(cls, path: Path) -> Store:
@@ -448,6 +449,40 @@ class Store:
         return ids[:i], mat[:i]
 
     # -- search -----------------------------------------------------------------------------
+    def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:
+        """For each query word, the number of chunks holding it (as the index tokenizes it:
+        stemmed, folded), and the number of chunks. Uses connection-local temp tables, so a
+        reader never writes to the index file."""
+        if not self._vocab_ready:
+            self.conn.executescript(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5("
+                "  w, tokenize = 'porter unicode61 remove_diacritics 2');"
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_token_list USING fts5vocab("
+                "  'temp', 'query_tokens', 'instance');"
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunk_terms USING fts5vocab("
+                "  'main', 'chunks_fts', 'row');"
+            )
+            self._vocab_ready = True
+        self.conn.execute("DELETE FROM temp.query_tokens")
+        self.conn.executemany(
+            "INSERT INTO temp.query_tokens(rowid, w) VALUES (?, ?)",
+            [(i, w) for i, w in enumerate(words, start=1)],
+        )
+        df = [0] * len(words)
+        seen: set[int] = set()
+        tokens = self.conn.execute("SELECT doc, term FROM temp.query_token_list").fetchall()
+        for doc, term in tokens:
+            # One indexed lookup per token (a join made SQLite scan the whole vocabulary).
+            row = self.conn.execute(
+                "SELECT doc FROM temp.chunk_terms WHERE term = ?", (term,)
+            ).fetchone()
+            n = row[0] if row else 0
+            i = doc - 1  # a word of several tokens (fly.io) is as rare as its rarest token
+            df[i] = n if i not in seen else min(df[i], n)
+            seen.add(i)
+        total = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return df, total
+
     def fts_search(self, expr: str, limit: int) -> list[tuple[int, float]]:
         """(chunk id, bm25 rank) best first; bm25 ranks are negative, lower is better."""
         return self.conn.execute(

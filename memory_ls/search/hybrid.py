@@ -10,7 +10,7 @@ import numpy as np
 from ..index.store import ChunkRow, Store
 from ..settings import QuerySettings
 from .citations import format_citation
-from .query import Filters, fts_query, parse_filters
+from .query import Filters, drop_common, match_expression, parse_filters, query_terms
 from .rerank import (
     Candidate,
     balance_sources,
@@ -83,7 +83,13 @@ def run(
     pool = max(req.max_results * hy.candidate_multiplier, hy.min_candidates)
     if filters.active() or req.sources or req.path_prefix:
         pool *= 4  # filters are applied after retrieval
-    expr = fts_query(words) if use_text else None
+    expr = None
+    if use_text:
+        terms = query_terms(words)
+        if len(terms) > 1 and qs.common_term_fraction < 1:
+            df, total = store.doc_frequencies([w for w, _ in terms])
+            terms = drop_common(terms, df, total, qs.common_term_fraction)
+        expr = match_expression(terms)
 
     cands: dict[int, Candidate] = {}
     bm25: dict[int, float] = {}

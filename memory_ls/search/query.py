@@ -85,27 +85,53 @@ def _content_gram(gram: str) -> bool:
     return gram not in stops and not all(ch in stops for ch in gram)
 
 
-def fts_terms(query: str) -> list[str]:
-    """FTS5 MATCH terms for a query: quoted words, CJK as grams, single CJK chars as prefixes."""
-    terms: list[str] = []
+def query_terms(query: str) -> list[tuple[str, bool]]:
+    """The terms to match: (word, is_prefix); CJK as grams, a single CJK char as a prefix."""
+    terms: list[tuple[str, bool]] = []
     for w in keywords(query):
         if _CJK_RUN.fullmatch(w):
             if len(w) == 1:
-                terms.append(_quote(w) + "*")
+                terms.append((w, True))
             else:
                 grams = [g for g in cjk_grams(w)[:-1] if _content_gram(g)]
-                terms += [_quote(g) for g in grams or cjk_grams(w)[:-1]]
+                terms += [(g, False) for g in grams or cjk_grams(w)[:-1]]
         else:
-            terms.append(_quote(w))
-    seen: set[str] = set()
+            terms.append((w, False))
+    seen: set[tuple[str, bool]] = set()
     uniq = [t for t in terms if not (t in seen or seen.add(t))]
     return uniq[:MAX_QUERY_TERMS]
 
 
+def match_expression(terms: list[tuple[str, bool]]) -> str | None:
+    """An OR query over the terms (BM25 ranks chunks matching more and rarer terms higher);
+    every term is quoted, so FTS5 syntax in a query is just text."""
+    parts = [_quote(w) + ("*" if prefix else "") for w, prefix in terms]
+    return " OR ".join(parts) if parts else None
+
+
+def fts_terms(query: str) -> list[str]:
+    """FTS5 MATCH terms for a query: quoted words, CJK as grams, single CJK chars as prefixes."""
+    return [_quote(w) + ("*" if prefix else "") for w, prefix in query_terms(query)]
+
+
 def fts_query(query: str) -> str | None:
-    """An OR query over the keywords (BM25 ranks chunks matching more and rarer terms higher)."""
-    terms = fts_terms(query)
-    return " OR ".join(terms) if terms else None
+    return match_expression(query_terms(query))
+
+
+def drop_common(
+    terms: list[tuple[str, bool]], df: list[int], total: int, fraction: float
+) -> list[tuple[str, bool]]:
+    """Terms minus those in more than ``fraction`` of all chunks, unless that would leave none.
+
+    FTS5 computes BM25 for every chunk matching any OR'ed term, so one very common word costs
+    a pass over a large part of the index while adding almost nothing to the ranking (its
+    IDF is near zero): dropping it is what keeps hybrid p95 flat as the index grows.
+    """
+    if total < 1000:  # small indexes are fast anyway, and frequencies there are noisy
+        return terms
+    limit = fraction * total
+    kept = [t for t, n in zip(terms, df, strict=True) if t[1] or n <= limit]
+    return kept or terms
 
 
 _FILTER = re.compile(r"(?<!\S)(file|path|after|before|source):(\S+)|(?<!\S)([+-])([^\s+-]\S*)")

@@ -63,6 +63,7 @@ DESCRIPTIONS: dict[str, str] = {
     "query.temporalDecay.enabled": "Lower the score of older dated notes "
     "(`memory/YYYY-MM-DD*.md`); evergreen files never decay.",
     "query.temporalDecay.halfLifeDays": "Age in days at which a dated note's score is halved.",
+    "query.commonTermFraction": "Keyword side: query words found in more than this share of all chunks are left out (near-zero IDF, costly BM25 on a large index); 1 keeps every word.",
     "query.sourceBalance": "When notes and transcripts both match, one source never takes more "
     "than 2/3 of the results.",
     "chunking.tokens": "Chunk size in estimated tokens (about 4 characters each). Changing it "
