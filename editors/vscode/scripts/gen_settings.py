@@ -63,7 +63,8 @@ DESCRIPTIONS: dict[str, str] = {
     "query.temporalDecay.enabled": "Lower the score of older dated notes "
     "(`memory/YYYY-MM-DD*.md`); evergreen files never decay.",
     "query.temporalDecay.halfLifeDays": "Age in days at which a dated note's score is halved.",
-    "query.commonTermFraction": "Keyword side: query words found in more than this share of all chunks are left out (near-zero IDF, costly BM25 on a large index); 1 keeps every word.",
+    "query.commonTermFraction": "Keyword side: query words found in more than this share of "
+    "all chunks are left out (near-zero IDF, costly BM25 on a large index); 1 keeps every word.",
     "query.sourceBalance": "When notes and transcripts both match, one source never takes more "
     "than 2/3 of the results.",
     "chunking.tokens": "Chunk size in estimated tokens (about 4 characters each). Changing it "
@@ -74,7 +75,8 @@ DESCRIPTIONS: dict[str, str] = {
     "local.threads": "llama.cpp threads (0: llama.cpp decides).",
     "local.batchSize": "Texts embedded per llama.cpp batch.",
     "local.contextSize": "llama.cpp context size in tokens.",
-    "local.windowTokens": "Documents longer than this many tokens are embedded as the mean of windows of this size (0: one window, truncated).",
+    "local.windowTokens": "Documents longer than this many tokens are embedded as the mean of "
+    "windows of this size (0: one window, truncated).",
     "remote.baseUrl": "Base URL of a remote or OpenAI-compatible embedding server (empty: the "
     "provider's default).",
     "remote.apiKey": "API key for the remote provider. Prefer the environment "
