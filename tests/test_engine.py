@@ -393,3 +393,20 @@ def test_vector_mode_without_a_model_degrades_to_keywords(engine: MemoryEngine):
     resp = engine.search("token bucket", mode="vector")
     assert resp.mode == "keyword" and resp.fallback_reason
     assert paths(resp)[0] == "memory/2026-01-10-api-design.md"
+
+
+def test_very_common_words_leave_the_keyword_query(tmp_path: Path):
+    from memory_ls.search.query import drop_common
+
+    terms = [("project", False), ("walrus", False), ("限", True)]
+    assert drop_common(terms, [1200, 3, 900], 1500, 0.3) == [("walrus", False), ("限", True)]
+    assert drop_common(terms[:1], [1200], 1500, 0.3) == terms[:1]  # never drops every word
+    assert drop_common(terms, [90, 3, 9], 100, 0.3) == terms  # small index: untouched
+    root = tmp_path / "big"
+    for i in range(1100):
+        extra = " walrus sighting" if i == 777 else ""
+        write(root, f"memory/n{i}.md", f"# Note {i}\n\nproject status update {i}{extra}\n")
+    e = keyword_engine(root, tmp_path)
+    hit = e.search("project walrus").results[0]
+    assert hit.path == "memory/n777.md" and hit.score == 1.0
+    e.close()
