@@ -27,6 +27,7 @@ from .schema import DatabaseError, connect
 log = logging.getLogger(__name__)
 
 CacheKey = tuple[str, str, str]  # (provider, model, provider key)
+DF_CACHE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,9 @@ class Store:
         self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
         self._after_commit: list[Callable[[], None]] = []
         self._vocab_ready = False
+        self._df_cache: dict[str, int] = {}
+        self._df_total = 0
+        self._df_time = -DF_CACHE_SECONDS - 1.0
 
     @classmethod
     def open(cls, path: Path) -> Store:
@@ -468,20 +472,28 @@ class Store:
             "INSERT INTO temp.query_tokens(rowid, w) VALUES (?, ?)",
             [(i, w) for i, w in enumerate(words, start=1)],
         )
+        now = time.monotonic()
+        if now - self._df_time > DF_CACHE_SECONDS:
+            # Frequencies only steer which words to skip: a few seconds stale is fine, and
+            # counting 100k rows on every search is not.
+            self._df_cache.clear()
+            self._df_total = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            self._df_time = now
         df = [0] * len(words)
         seen: set[int] = set()
         tokens = self.conn.execute("SELECT doc, term FROM temp.query_token_list").fetchall()
         for doc, term in tokens:
-            # One indexed lookup per token (a join made SQLite scan the whole vocabulary).
-            row = self.conn.execute(
-                "SELECT doc FROM temp.chunk_terms WHERE term = ?", (term,)
-            ).fetchone()
-            n = row[0] if row else 0
+            n = self._df_cache.get(term)
+            if n is None:
+                # One indexed lookup per token (a join made SQLite scan the whole vocabulary).
+                row = self.conn.execute(
+                    "SELECT doc FROM temp.chunk_terms WHERE term = ?", (term,)
+                ).fetchone()
+                n = self._df_cache[term] = row[0] if row else 0
             i = doc - 1  # a word of several tokens (fly.io) is as rare as its rarest token
             df[i] = n if i not in seen else min(df[i], n)
             seen.add(i)
-        total = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        return df, total
+        return df, self._df_total
 
     def fts_search(self, expr: str, limit: int) -> list[tuple[int, float]]:
         """(chunk id, bm25 rank) best first; bm25 ranks are negative, lower is better."""
