@@ -109,15 +109,6 @@ def match_expression(terms: list[tuple[str, bool]]) -> str | None:
     return " OR ".join(parts) if parts else None
 
 
-def fts_terms(query: str) -> list[str]:
-    """FTS5 MATCH terms for a query: quoted words, CJK as grams, single CJK chars as prefixes."""
-    return [_quote(w) + ("*" if prefix else "") for w, prefix in query_terms(query)]
-
-
-def fts_query(query: str) -> str | None:
-    return match_expression(query_terms(query))
-
-
 def drop_common(
     terms: list[tuple[str, bool]], df: list[int], total: int, fraction: float
 ) -> list[tuple[str, bool]]:
