@@ -39,8 +39,8 @@ from .index.sync import (
     sync_keyword,
 )
 from .search.citations import parse_citation
-from .search.hybrid import SearchRequest
 from .search.hybrid import run as run_search
+from .search.request import SearchRequest
 from .search.results import Excerpt, SearchResponse
 from .search.vector import SqliteVecIndex, VectorIndex
 from .settings import Settings, cache_dir
@@ -399,30 +399,20 @@ class MemoryEngine:
                     remove_file(self._writer, self._ctx, mf.path)
 
     # -- reading ----------------------------------------------------------------------------
-    def search(
-        self,
-        query: str,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        sources: list[str] | None = None,
-        path_prefix: str | None = None,
-        mode: str = "auto",
-    ) -> SearchResponse:
+    def search(self, request: SearchRequest | str, **fields: Any) -> SearchResponse:
+        """Search this folder. ``request`` is a SearchRequest, or a query string with the
+        request's other fields as keywords (``engine.search("redis", max_results=3)``)."""
         t0 = time.perf_counter()
+        if isinstance(request, str):
+            request = SearchRequest(query=request, **fields)
         qs = self.settings.query
+        req = request.resolved(qs)
+        mode = req.mode
         self._notice_other_writers()
         self.sync_dirty(self.settings.sync.search_budget_ms / 1000)
-        req = SearchRequest(
-            query=query[:2000],
-            max_results=max(1, int(max_results if max_results is not None else qs.max_results)),
-            min_score=float(min_score if min_score is not None else qs.min_score),
-            sources=sources,
-            path_prefix=path_prefix,
-            mode=mode,
-        )
         fallback = self.fallback_reason
         qvec = None
-        wants_vec = self.provider is not None and mode != "keyword" and bool(query.strip())
+        wants_vec = self.provider is not None and mode != "keyword" and bool(req.query.strip())
         if wants_vec and self.needs_rebuild:
             # The stored vectors belong to the previous model until the rebuild has run.
             wants_vec = False

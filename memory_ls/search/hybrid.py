@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
@@ -20,18 +19,9 @@ from .rerank import (
     fuse_weighted,
     mmr,
 )
+from .request import SearchRequest
 from .results import SearchHit
 from .vector import SqliteVecIndex, VectorIndex
-
-
-@dataclass
-class SearchRequest:
-    query: str
-    max_results: int
-    min_score: float
-    sources: list[str] | None = None
-    path_prefix: str | None = None
-    mode: str = "auto"  # "auto" | "hybrid" | "keyword" | "vector"
 
 
 def snippet(text: str, limit: int) -> str:
@@ -41,7 +31,9 @@ def snippet(text: str, limit: int) -> str:
     return text[: cut if cut > 0 else limit - 1].rstrip() + "…"
 
 
-def _passes(row: ChunkRow, f: Filters, sources: list[str] | None, prefix: str | None) -> bool:
+def _passes(
+    row: ChunkRow, f: Filters, sources: tuple[str, ...] | None, prefix: str | None
+) -> bool:
     if sources and row.source not in sources:
         return False
     if f.sources and row.source not in f.sources:
@@ -70,7 +62,7 @@ def run(
     qs: QuerySettings,
     today: date,
 ) -> tuple[list[SearchHit], str]:
-    """The hits for one request and the mode that produced them."""
+    """The hits for one resolved request and the mode that produced them."""
     words, filters = parse_filters(req.query)
     use_vec = qvec is not None and vectors is not None and req.mode in ("auto", "hybrid", "vector")
     # Degrade, never fail: a vector search with no query vector answers with keywords.
@@ -80,7 +72,7 @@ def run(
     mode = "hybrid" if use_text and use_vec else ("vector" if use_vec else "keyword")
 
     hy = qs.hybrid
-    pool = max(req.max_results * hy.candidate_multiplier, hy.min_candidates)
+    pool = max(req.limit * hy.candidate_multiplier, hy.min_candidates)
     if filters.active() or req.sources or req.path_prefix:
         pool *= 4  # filters are applied after retrieval
     expr = None
@@ -135,12 +127,12 @@ def run(
             c.score = fuse_weighted(c, hy.vector_weight, hy.text_weight)
         if qs.temporal_decay.enabled:
             c.score = decay(c.score, row.date, today, qs.temporal_decay.half_life_days)
-        if c.score >= req.min_score:
+        if c.score >= req.threshold:
             scored.append((c, row))
 
     # Deterministic: score, then path and line, so equal scores never flip between calls.
     scored.sort(key=lambda cr: (-cr[0].score, cr[1].path, cr[1].start_line))
-    k = req.max_results
+    k = req.limit
     order = list(range(len(scored)))
     if qs.mmr.enabled and len(scored) > 1:
         pool_items = [(c.score, r.text) for c, r in scored[: max(k * 4, 20)]]

@@ -13,6 +13,8 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
+from ..search.request import MAX_QUERY_CHARS, MAX_RESULTS_CAP, MODES, SOURCES, SearchRequest
+
 SEARCH = "memory/search"
 GET = "memory/get"
 STATUS = "memory/status"
@@ -23,25 +25,10 @@ CMD_STATUS = "memory.status"
 CMD_SAVE_SESSION = "memory.saveSession"
 COMMANDS = (CMD_REINDEX, CMD_SYNC, CMD_STATUS, CMD_SAVE_SESSION)
 
-SOURCES = ("memory", "sessions")
-MODES = ("auto", "hybrid", "keyword", "vector")
-MAX_RESULTS_CAP = 1000
-MAX_QUERY_CHARS = 2000
 
 
 def invalid(method: str, field: str, message: str) -> JsonRpcInvalidParams:
     return JsonRpcInvalidParams(message=f"{method}: {field}: {message}")
-
-
-@dataclass(frozen=True)
-class SearchParams:
-    query: str
-    max_results: int | None = None
-    min_score: float | None = None
-    sources: list[str] | None = None
-    path_prefix: str | None = None
-    mode: str = "auto"
-    folder: str | None = None  # a workspace folder URI or path: search only that one
 
 
 @dataclass(frozen=True)
@@ -124,7 +111,7 @@ def _opt_bool(method: str, data: dict[str, Any], key: str) -> bool | None:
     raise invalid(method, key, f"expected true or false, got {value!r}")
 
 
-def parse_search(params: Any, method: str = SEARCH) -> SearchParams:
+def parse_search(params: Any, method: str = SEARCH) -> SearchRequest:
     data = _object(method, params)
     query = data.get("query")
     if query is None:
@@ -153,11 +140,11 @@ def parse_search(params: Any, method: str = SEARCH) -> SearchParams:
     mode = _opt_str(method, data, "mode") or "auto"
     if mode not in MODES:
         raise invalid(method, "mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
-    return SearchParams(
+    return SearchRequest(
         query=query,
         max_results=_opt_int(method, data, "maxResults", 1, MAX_RESULTS_CAP),
         min_score=min_score,
-        sources=sources,
+        sources=tuple(sources) if sources else None,
         path_prefix=_opt_str(method, data, "pathPrefix") or None,
         mode=mode,
         folder=_opt_str(method, data, "folder"),

@@ -9,6 +9,7 @@ progress and degradations. Handlers stay thin; everything slow runs in ``workers
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import posixpath
 import time
@@ -32,7 +33,8 @@ from ..settings import load as load_settings
 from ..sources import SourceError
 from ..workspace import PathError
 from . import convert
-from .protocol import CMD_SAVE_SESSION, GetParams, SaveSessionParams, SearchParams, invalid
+from ..search.request import SearchRequest
+from .protocol import CMD_SAVE_SESSION, GetParams, SaveSessionParams, invalid
 from .watch import SETTINGS_FILE, ServerWatcher, memory_globs
 from .workers import Folder, FolderHooks, FolderUnavailable, TaskSet
 
@@ -483,7 +485,7 @@ class MemoryService:
         return {"path": rel, "uri": path.as_uri()}
 
     # -- requests ---------------------------------------------------------------------------
-    async def _search_folders(self, p: SearchParams, method: str,
+    async def _search_folders(self, p: SearchRequest, method: str,
                               max_results: int | None = None
                               ) -> tuple[list[tuple[Path, SearchResponse]], int]:
         folders = self._select(p.folder, method)
@@ -495,9 +497,8 @@ class MemoryService:
         async def one(folder: Folder) -> tuple[Path, SearchResponse] | None:
             try:
                 async with folder.use() as engine:
-                    return folder.root, await folder.read(
-                        engine.search, p.query, limit, p.min_score, p.sources,
-                        p.path_prefix, p.mode)
+                    req = dataclasses.replace(p, max_results=limit)
+                    return folder.root, await folder.read(engine.search, req)
             except FolderUnavailable as exc:
                 log.warning("%s", exc)
                 return None
@@ -505,7 +506,7 @@ class MemoryService:
         answers = await asyncio.gather(*(one(f) for f in folders))
         return [a for a in answers if a is not None], limit
 
-    async def search(self, p: SearchParams, method: str) -> dict[str, Any]:
+    async def search(self, p: SearchRequest, method: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         answers, limit = await self._search_folders(p, method)
         return convert.merge_search(answers, limit, (time.perf_counter() - t0) * 1000)
@@ -513,7 +514,7 @@ class MemoryService:
     async def workspace_symbols(self, query: str) -> list[types.WorkspaceSymbol]:
         if not query.strip():
             return []
-        p = SearchParams(query=query[:2000])
+        p = SearchRequest(query=query)
         answers, limit = await self._search_folders(p, types.WORKSPACE_SYMBOL, SYMBOL_RESULTS)
         return [convert.hit_symbol(root, hit) for root, hit in convert.rank_hits(answers)[:limit]]
 
