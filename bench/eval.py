@@ -247,7 +247,7 @@ def seed_embedding_cache(dest: Path, cache_root: Path, workspace: str, provider:
 
         store = Store(dest)
         try:
-            return store.copy_cache_from(old)
+            return store.cache.copy_from(old)
         finally:
             store.close()
     return 0

@@ -256,8 +256,8 @@ def timed(fn, *a, **kw) -> tuple[float, Any]:
 
 
 def checkpoint_size(engine: Any) -> float:
-    with engine._lock:  # bench-only peek: fold the WAL in so the size is the real file
-        engine._writer.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with engine.indexer.lock:  # bench-only peek: fold the WAL in so the size is the real file
+        engine.indexer.writer.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return file_size_mb(engine.index_path)
 
 

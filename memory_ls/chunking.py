@@ -8,14 +8,11 @@ A line longer than the budget is split into pieces that all carry that line's nu
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
-_CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF),
-               (0xAC00, 0xD7AF))
-_CJK = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _CJK_RANGES) + "]")
+from .text import CJK_CHAR, CJK_RANGES
 
 
 @dataclass(frozen=True)
@@ -44,7 +41,7 @@ class ChunkLimits:
 
 
 def estimate_tokens(text: str) -> int:
-    cjk = len(_CJK.findall(text)) if not text.isascii() else 0
+    cjk = len(CJK_CHAR.findall(text)) if not text.isascii() else 0
     return cjk + (len(text) - cjk + 3) // 4
 
 
@@ -77,7 +74,7 @@ def _longest_fitting_prefix(text: str, limits: ChunkLimits) -> int:
     sums of CJK characters and UTF-8 bytes: one pass, however many characters are CJK."""
     cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     cjk = np.zeros(len(cps), dtype=bool)
-    for a, b in _CJK_RANGES:
+    for a, b in CJK_RANGES:
         cjk |= (cps >= a) & (cps <= b)
     n = np.arange(1, len(cps) + 1)
     ncjk = np.cumsum(cjk)

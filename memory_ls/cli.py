@@ -8,8 +8,12 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from .engine import MemoryEngine
 
 log = logging.getLogger("memory_ls")
 
@@ -33,7 +37,7 @@ class ProgressBar:
         sys.stderr.flush()
 
 
-def _engine(args: argparse.Namespace):
+def _engine(args: argparse.Namespace) -> MemoryEngine:
     from .engine import MemoryEngine
 
     root = Path(args.workspace).resolve()
@@ -46,8 +50,7 @@ def _engine(args: argparse.Namespace):
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    engine = _engine(args)
-    try:
+    with _engine(args) as engine:
         if engine.provider is None and not args.json:
             print(f"memory-ls: {engine.provider_reason}", file=sys.stderr)
         report = engine.sync("cli", force=args.force, progress=ProgressBar())
@@ -62,13 +65,10 @@ def cmd_index(args: argparse.Namespace) -> int:
             for s in report.skipped:
                 print(f"  skipped: {s}")
         return 0
-    finally:
-        engine.close()
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    engine = _engine(args)
-    try:
+    with _engine(args) as engine:
         # Keywords are synced first (cheap); embedding a large backlog is `memory-ls index`'s job,
         # so a search answers in milliseconds and scores not-yet-embedded chunks by keywords.
         engine.sync("search", embed=args.embed)
@@ -94,15 +94,12 @@ def cmd_search(args: argparse.Namespace) -> int:
                 print(f"    {line}")
             print()
         return 0
-    finally:
-        engine.close()
 
 
 def cmd_get(args: argparse.Namespace) -> int:
     from .workspace import PathError
 
-    engine = _engine(args)
-    try:
+    with _engine(args) as engine:
         try:
             ex = engine.get(args.target, start=args.from_line, lines=args.lines)
         except (PathError, ValueError) as exc:
@@ -113,13 +110,10 @@ def cmd_get(args: argparse.Namespace) -> int:
         else:
             print(ex.text)
         return 0
-    finally:
-        engine.close()
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    engine = _engine(args)
-    try:
+    with _engine(args) as engine:
         st = engine.status()
         if args.json:
             print(json.dumps(st, ensure_ascii=False, indent=2))
@@ -137,8 +131,6 @@ def cmd_status(args: argparse.Namespace) -> int:
         if st["needsRebuild"]:
             print("note        settings changed: the next `memory-ls index` rebuilds the index")
         return 0
-    finally:
-        engine.close()
 
 
 def cmd_model(args: argparse.Namespace) -> int:
@@ -170,8 +162,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_session(args: argparse.Namespace) -> int:
     from .session_writer import save_session
 
-    engine = _engine(args)
-    try:
+    with _engine(args) as engine:
         try:
             path = save_session(
                 engine.root,
@@ -189,8 +180,6 @@ def cmd_session(args: argparse.Namespace) -> int:
         rel = path.relative_to(engine.root).as_posix()
         print(json.dumps({"path": rel, "uri": path.as_uri()}) if args.json else rel)
         return 0
-    finally:
-        engine.close()
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

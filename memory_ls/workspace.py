@@ -66,6 +66,16 @@ class Workspace:
     def rel(self, p: Path) -> str:
         return p.relative_to(self.root).as_posix()
 
+    def relative(self, path: str | Path) -> str:
+        """A user-given path as a workspace path; one outside the root is returned as given."""
+        p = Path(path)
+        if p.is_absolute():
+            try:
+                return p.resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                return str(p)
+        return p.as_posix().removeprefix("./")
+
     def discover(self) -> list[MemoryFile]:
         """Every memory file, sorted by path; sessions only when that source is on."""
         files: dict[str, MemoryFile] = {}

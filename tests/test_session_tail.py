@@ -16,7 +16,7 @@ from test_redact import PRIVATE_KEY, SECRETS
 
 from memory_ls.chunking import ChunkLimits, chunk_text
 from memory_ls.engine import MemoryEngine
-from memory_ls.index import sync as sync_mod
+from memory_ls.index import transcripts as sync_mod
 from memory_ls.index.schema import connect
 from memory_ls.index.store import Store
 from memory_ls.settings import Settings
@@ -113,7 +113,7 @@ def rows(engine: MemoryEngine, path: str = PATH) -> list[tuple]:
 def expected_chunks(engine: MemoryEngine, file: Path) -> list[tuple[int, int, str]]:
     """What indexing the whole file at once gives (the rendering + chunking of a full read)."""
     src = render_transcript(file.read_bytes().decode("utf-8", errors="replace"))
-    limits: ChunkLimits = engine._ctx.limits
+    limits: ChunkLimits = engine.indexer.ctx.limits
     return [
         (c.start_line, c.end_line, c.text)
         for c in chunk_text(src.text, limits, list(src.line_map) if src.line_map else None)
@@ -123,7 +123,7 @@ def expected_chunks(engine: MemoryEngine, file: Path) -> list[tuple[int, int, st
 def assert_same_as_whole(engine: MemoryEngine, file: Path) -> None:
     assert [(s, e, t) for _, s, e, t, _ in rows(engine)] == expected_chunks(engine, file)
     src = render_transcript(file.read_bytes().decode("utf-8", errors="replace"))
-    with engine._reader() as store:
+    with engine.indexer.reader() as store:
         info = store.file_info(PATH)
     assert info is not None
     assert (info[1], info[2] or []) == (len(src.line_map), list(src.line_map))
@@ -288,7 +288,7 @@ def test_without_a_tail_state_the_next_growth_reads_whole(
             append(file, jsonl(msg("user", "the dugong note")))
             assert engine.sync("watch").appended == 1  # a tail, that leaves no tail state
         assert sql(engine.index_path, "SELECT tail FROM files WHERE path = ?", PATH) == [(None,)]
-        with engine._reader() as store:
+        with engine.indexer.reader() as store:
             assert store.file_tail(PATH) is None and store.file_info(PATH) is not None
         append(file, jsonl(msg("user", "the manatee note")))
         assert engine.sync("watch").appended == 0

@@ -20,14 +20,13 @@ from typing import Any
 import numpy as np
 
 from ..chunking import Chunk
-from ..search.query import index_text
+from ..text import fts_text
 from . import schema
+from .cache import EmbeddingCache
 from .schema import DatabaseError, connect
+from .vocab import DocFrequencies
 
 log = logging.getLogger(__name__)
-
-CacheKey = tuple[str, str, str]  # (provider, model, provider key)
-DF_CACHE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -55,10 +54,6 @@ class FileState:
     hash: str
     mtime: float
     size: int
-
-
-class IndexCorrupt(Exception):
-    """The file at the index path is not our database; it was moved aside."""
 
 
 def to_blob(vec: np.ndarray) -> bytes:
@@ -90,10 +85,8 @@ class Store:
         self.dims = int(self.get_meta().get("dims") or 0)
         self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
         self._after_commit: list[Callable[[], None]] = []
-        self._vocab_ready = False
-        self._df_cache: dict[str, int] = {}
-        self._df_total = 0
-        self._df_time = -DF_CACHE_SECONDS - 1.0
+        self._df = DocFrequencies(self.conn)
+        self.cache = EmbeddingCache(self.conn)
 
     @classmethod
     def open(cls, path: Path) -> Store:
@@ -149,6 +142,18 @@ class Store:
             self._after_commit.append(fn)
         else:
             fn()
+
+    def replace_with(self, other: Store) -> None:
+        """Make this index a copy of ``other``. The SQLite backup API copies every page inside
+        one write transaction of this database: readers see the old index or the new one,
+        never a mix (a file rename is unsafe with WAL side files)."""
+        other.conn.backup(self.conn)
+        self.dims = other.dims
+        self.has_vec_table = other.has_vec_table
+
+    def data_version(self) -> int:
+        """Changes when another connection commits to this file (not on our own commits)."""
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
 
     # -- meta -------------------------------------------------------------------------------
     def get_meta(self) -> dict[str, str]:
@@ -347,7 +352,7 @@ class Store:
             )
             cid = int(cur.lastrowid)
             self.conn.execute(
-                "INSERT INTO chunks_fts(rowid, body) VALUES (?, ?)", (cid, index_text(c.text))
+                "INSERT INTO chunks_fts(rowid, body) VALUES (?, ?)", (cid, fts_text(c.text))
             )
             added.append((cid, blob))
         known_blobs = [(cid, b) for cid, b in added if b is not None]
@@ -454,46 +459,8 @@ class Store:
 
     # -- search -----------------------------------------------------------------------------
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:
-        """For each query word, the number of chunks holding it (as the index tokenizes it:
-        stemmed, folded), and the number of chunks. Uses connection-local temp tables, so a
-        reader never writes to the index file."""
-        if not self._vocab_ready:
-            self.conn.executescript(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5("
-                "  w, tokenize = 'porter unicode61 remove_diacritics 2');"
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_token_list USING fts5vocab("
-                "  'temp', 'query_tokens', 'instance');"
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunk_terms USING fts5vocab("
-                "  'main', 'chunks_fts', 'row');"
-            )
-            self._vocab_ready = True
-        self.conn.execute("DELETE FROM temp.query_tokens")
-        self.conn.executemany(
-            "INSERT INTO temp.query_tokens(rowid, w) VALUES (?, ?)",
-            [(i, w) for i, w in enumerate(words, start=1)],
-        )
-        now = time.monotonic()
-        if now - self._df_time > DF_CACHE_SECONDS:
-            # Frequencies only steer which words to skip: a few seconds stale is fine, and
-            # counting 100k rows on every search is not.
-            self._df_cache.clear()
-            self._df_total = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            self._df_time = now
-        df = [0] * len(words)
-        seen: set[int] = set()
-        tokens = self.conn.execute("SELECT doc, term FROM temp.query_token_list").fetchall()
-        for doc, term in tokens:
-            n = self._df_cache.get(term)
-            if n is None:
-                # One indexed lookup per token (a join made SQLite scan the whole vocabulary).
-                row = self.conn.execute(
-                    "SELECT doc FROM temp.chunk_terms WHERE term = ?", (term,)
-                ).fetchone()
-                n = self._df_cache[term] = row[0] if row else 0
-            i = doc - 1  # a word of several tokens (fly.io) is as rare as its rarest token
-            df[i] = n if i not in seen else min(df[i], n)
-            seen.add(i)
-        return df, self._df_total
+        """For each query word, the number of chunks holding it, and the number of chunks."""
+        return self._df.count(words)
 
     def fts_search(self, expr: str, limit: int) -> list[tuple[int, float]]:
         """(chunk id, bm25 rank) best first; bm25 ranks are negative, lower is better."""
@@ -514,61 +481,6 @@ class Store:
             (to_blob(query), k),
         ).fetchall()
 
-    # -- embedding cache ----------------------------------------------------------------------
-    def cache_get(self, key: CacheKey, hashes: Sequence[str]) -> dict[str, bytes]:
-        out: dict[str, bytes] = {}
-        for i in range(0, len(hashes), 500):
-            part = list(hashes[i : i + 500])
-            marks = ",".join("?" * len(part))
-            rows = self.conn.execute(
-                "SELECT hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
-                f"AND provider_key = ? AND hash IN ({marks})",
-                (*key, *part),
-            ).fetchall()
-            out.update(rows)
-        if out:
-            now = time.time()
-            self.conn.executemany(
-                "UPDATE embedding_cache SET used_at = ? WHERE provider = ? AND model = ? "
-                "AND provider_key = ? AND hash = ?",
-                [(now, *key, h) for h in out],
-            )
-        return out
-
-    def cache_put(self, key: CacheKey, items: Sequence[tuple[str, bytes]]) -> None:
-        now = time.time()
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO embedding_cache(provider, model, provider_key, hash, "
-            "embedding, used_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [(*key, h, b, now) for h, b in items],
-        )
-
-    def cache_evict(self, max_entries: int) -> int:
-        n = self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
-        if n <= max_entries:
-            return 0
-        self.conn.execute(
-            "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM embedding_cache "
-            "ORDER BY used_at LIMIT ?)",
-            (n - max_entries,),
-        )
-        return n - max_entries
-
-    def copy_cache_from(self, other: Path) -> int:
-        """Seed this (new) database with another index's embedding cache."""
-        self.conn.execute("ATTACH DATABASE ? AS old", (str(other),))
-        try:
-            if not self.conn.execute(
-                "SELECT 1 FROM old.sqlite_master WHERE name = 'embedding_cache'"
-            ).fetchone():
-                return 0
-            cur = self.conn.execute(
-                "INSERT OR IGNORE INTO embedding_cache SELECT * FROM old.embedding_cache"
-            )
-            return cur.rowcount
-        finally:
-            self.conn.execute("DETACH DATABASE old")
-
     # -- status -------------------------------------------------------------------------------
     def counts(self) -> dict[str, object]:
         q = self.conn.execute
@@ -578,5 +490,5 @@ class Store:
             "chunks": sum(by_source.values()),
             "chunksBySource": by_source,
             "pendingEmbeddings": self.count_pending(),
-            "cacheEntries": q("SELECT count(*) FROM embedding_cache").fetchone()[0],
+            "cacheEntries": self.cache.count(),
         }

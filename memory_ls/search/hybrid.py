@@ -6,10 +6,12 @@ from datetime import date
 
 import numpy as np
 
-from ..index.store import ChunkRow, Store
+from ..index.backend import IndexBackend
+from ..index.store import ChunkRow
 from ..settings import QuerySettings
 from .citations import format_citation
 from .query import Filters, drop_common, match_expression, parse_filters, query_terms
+from .request import SearchRequest
 from .rerank import (
     Candidate,
     balance_sources,
@@ -19,7 +21,6 @@ from .rerank import (
     fuse_weighted,
     mmr,
 )
-from .request import SearchRequest
 from .results import SearchHit
 from .vector import SqliteVecIndex, VectorIndex
 
@@ -55,7 +56,7 @@ def _passes(
 
 
 def run(
-    store: Store,
+    store: IndexBackend,
     vectors: VectorIndex | SqliteVecIndex | None,
     qvec: np.ndarray | None,
     req: SearchRequest,
@@ -154,7 +155,6 @@ def run(
             citation=format_citation(r.path, r.start_line, r.end_line),
             vector_score=c.vector if mode != "keyword" else None,
             text_score=c.text if mode != "vector" else None,
-            chunk_id=c.chunk_id,
         )
         for c, r in picked
     ]

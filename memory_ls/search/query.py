@@ -1,10 +1,7 @@
-"""Text for FTS5: CJK made searchable, keywords extracted from queries, safe MATCH expressions.
+"""Queries: keywords extracted (stop words of seven languages dropped), CJK as grams, safe
+FTS5 MATCH expressions, and the filters people type into the query text.
 
-FTS5's unicode61 tokenizer splits on spaces, so a Chinese sentence would be one giant token.
-Both the indexed text and the query therefore rewrite every run of CJK characters as
-overlapping bigrams plus the run's last character (``令牌桶限流`` -> ``令牌 牌桶 桶限 限流 流``):
-a two-character query word is then one exact token, and a one-character word is a prefix
-query (``限*``) that every character of a run can answer.
+How CJK is indexed (and so must be queried) is explained in ``memory_ls.text``.
 """
 
 from __future__ import annotations
@@ -15,15 +12,11 @@ from functools import lru_cache
 
 from stopwords import get_stopwords
 
+from ..text import CJK_CHARS, CJK_RUN, cjk_grams
+
 STOP_LANGUAGES = ("english", "chinese", "japanese", "korean", "spanish", "portuguese", "arabic")
 
-# Han, Hiragana, Katakana, Hangul (syllables and jamo), CJK punctuation-free ranges.
-_CJK = (
-    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\uff66-\uff9f"
-)
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_WORD = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_WORD = re.compile(rf"[{CJK_CHARS}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 MAX_QUERY_TERMS = 64
 
 
@@ -33,23 +26,6 @@ def stop_words() -> frozenset[str]:
     for lang in STOP_LANGUAGES:
         words.update(w.strip().lower() for w in get_stopwords(lang) if w.strip())
     return frozenset(words)
-
-
-def is_cjk(text: str) -> bool:
-    return bool(_CJK_RUN.search(text))
-
-
-def cjk_grams(run: str) -> list[str]:
-    if len(run) == 1:
-        return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
-
-
-def index_text(text: str) -> str:
-    """The text as stored in FTS5: CJK runs replaced by their grams, the rest unchanged."""
-    if not _CJK_RUN.search(text):
-        return text
-    return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", text)
 
 
 def keywords(query: str) -> list[str]:
@@ -63,7 +39,7 @@ def keywords(query: str) -> list[str]:
     out: list[str] = []
     stops = stop_words()
     for w in words:
-        if _CJK_RUN.fullmatch(w):
+        if CJK_RUN.fullmatch(w):
             if w not in stops:
                 out.append(w)
         elif w not in stops and (len(w) > 1 or w.isdigit()):
@@ -89,7 +65,7 @@ def query_terms(query: str) -> list[tuple[str, bool]]:
     """The terms to match: (word, is_prefix); CJK as grams, a single CJK char as a prefix."""
     terms: list[tuple[str, bool]] = []
     for w in keywords(query):
-        if _CJK_RUN.fullmatch(w):
+        if CJK_RUN.fullmatch(w):
             if len(w) == 1:
                 terms.append((w, True))
             else:

@@ -34,7 +34,9 @@ class SearchRequest:
         return dataclasses.replace(
             self,
             query=self.query[:MAX_QUERY_CHARS],
-            max_results=max(1, self.max_results if self.max_results is not None else qs.max_results),
+            max_results=max(
+                1, self.max_results if self.max_results is not None else qs.max_results
+            ),
             min_score=self.min_score if self.min_score is not None else qs.min_score,
             sources=tuple(self.sources) if self.sources else None,
             path_prefix=self.path_prefix or None,

@@ -26,7 +26,6 @@ class SearchHit:
     citation: str
     vector_score: float | None = None
     text_score: float | None = None
-    chunk_id: int = 0
 
     def to_json(self, root: Path) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..index.backend import IndexBackend
 from ..index.schema import DatabaseError
-from ..index.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -129,16 +129,11 @@ class VectorIndex:
             sims = self._mat[[r for _, r in rows]] @ query.astype(np.float32)
         return {cid: float(s) for (cid, _), s in zip(rows, sims, strict=True)}
 
-    def vectors(self, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
-        with self._lock:
-            self._ensure()
-            return {c: self._mat[self._row[c]].copy() for c in chunk_ids if c in self._row}
-
 
 class SqliteVecIndex:
     """The same interface over sqlite-vec's vec0 table (``store.vectorBackend = "sqlite-vec"``)."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: IndexBackend):
         self._store = store
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:

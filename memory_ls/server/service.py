@@ -26,6 +26,7 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..engine import MemoryEngine
 from ..search.citations import Citation, parse_citation
+from ..search.request import SearchRequest
 from ..search.results import Excerpt, SearchResponse
 from ..session_writer import save_session
 from ..settings import Settings, to_dict
@@ -33,7 +34,6 @@ from ..settings import load as load_settings
 from ..sources import SourceError
 from ..workspace import PathError
 from . import convert
-from ..search.request import SearchRequest
 from .protocol import CMD_SAVE_SESSION, GetParams, SaveSessionParams, invalid
 from .watch import SETTINGS_FILE, ServerWatcher, memory_globs
 from .workers import Folder, FolderHooks, FolderUnavailable, TaskSet

@@ -1,0 +1,53 @@
+"""Reading memory back: a file's rendered text (an open buffer wins) and excerpts by lines."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..chunking import split_lines
+from ..search.results import Excerpt
+from ..sources import SourceError, render
+from ..sources.markdown import read_bytes
+from ..workspace import PathError, Workspace
+
+
+def read_text(
+    workspace: Workspace, buffers: Mapping[str, str], path: str, max_bytes: int
+) -> tuple[str, list[int] | None]:
+    """The rendered text of a memory file and its line map (transcripts: JSONL lines)."""
+    mf = workspace.resolve(path)
+    if mf.path in buffers:
+        data = buffers[mf.path].encode("utf-8", "surrogatepass")
+    else:
+        if not mf.abs_path.exists():
+            raise PathError(f"{mf.path}: no such file")
+        if not workspace.is_memory_file(mf):  # a FIFO would block the reader forever
+            raise PathError(f"{mf.path}: not a regular file")
+        try:
+            data = read_bytes(mf.abs_path, max_bytes)
+        except FileNotFoundError:
+            raise PathError(f"{mf.path}: no such file") from None
+    try:
+        src = render(mf, data)
+    except SourceError as exc:
+        raise PathError(str(exc)) from exc
+    return src.text, list(src.line_map) if src.line_map else None
+
+
+def excerpt(
+    path: str, text: str, line_map: list[int] | None, start: int | None, lines: int | None
+) -> Excerpt:
+    """Lines ``start`` .. ``start + lines - 1`` (1-based; original JSONL lines for a
+    transcript). Raises ValueError for numbers below 1."""
+    if (start is not None and start < 1) or (lines is not None and lines < 1):
+        raise ValueError("from and lines must be positive")
+    rendered = split_lines(text)
+    first = start or 1
+    if line_map:  # a transcript: cite and return original JSONL line numbers
+        total = max(line_map)
+        last = total if lines is None else first + lines - 1
+        picked = [ln for ln, orig in zip(rendered, line_map, strict=False) if first <= orig <= last]
+        return Excerpt(path, first, min(last, total), total, "\n".join(picked))
+    total = len(rendered)
+    last = total if lines is None else min(total, first + lines - 1)
+    return Excerpt(path, first, max(first - 1, last), total, "\n".join(rendered[first - 1 : last]))

@@ -1,0 +1,206 @@
+"""MemoryEngine: the one facade the server, the CLI and the MCP tools use.
+
+One engine per workspace folder; every method is safe to call from worker threads. The work
+is done by three parts: the ``Indexer`` (the one writer: syncs, rebuilds, editor buffers,
+embedding), the ``Searcher`` (query vectors, backend choice, hybrid search on reader
+connections) and the ``ProviderPolicy`` (which model answers, fallback, cooldown).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..embeddings.base import EmbeddingProvider
+from ..index.sync import Progress, SyncReport
+from ..search.citations import parse_citation
+from ..search.request import SearchRequest
+from ..search.results import Excerpt, SearchResponse
+from ..search.vector import VectorIndex
+from ..settings import Settings
+from ..settings import load as load_settings
+from ..workspace import Workspace
+from .excerpts import excerpt, read_text
+from .indexer import Indexer, default_index_path
+from .providers import AUTO, ProviderPolicy
+from .searcher import Searcher
+
+
+def resolve_paths(settings: Settings, root: Path) -> Settings:
+    """A copy of ``settings`` with workspace-relative paths made absolute; the caller's object
+    is never changed (a server compares it with freshly loaded settings to spot changes)."""
+    mp = settings.local.model_path
+    if not mp or Path(mp).expanduser().is_absolute():
+        return settings
+    out = copy.deepcopy(settings)
+    out.local.model_path = str(root / mp)
+    return out
+
+
+class MemoryEngine:
+    def __init__(
+        self,
+        root: Path | str,
+        settings: Settings | None = None,
+        *,
+        provider: EmbeddingProvider | None = AUTO,
+        index_path: Path | str | None = None,
+    ):
+        self.root = Path(root).resolve()
+        self.problems: list[str] = []
+        if settings is None:
+            settings, self.problems = load_settings(self.root)
+        self.settings = resolve_paths(settings, self.root)
+        self.workspace = Workspace(self.root, self.settings)
+        self.policy = ProviderPolicy(self.settings, provider)
+        path = index_path or (
+            self.settings.store.path and Path(self.settings.store.path).expanduser()
+        )
+        self.index_path = Path(path) if path else default_index_path(self.root)
+        try:
+            self.indexer = Indexer(self.settings, self.workspace, self.policy, self.index_path)
+        except BaseException:
+            self.policy.close()
+            raise
+        self.searcher = Searcher(self.indexer, self.policy)
+
+    def __enter__(self) -> MemoryEngine:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- state the callers read -------------------------------------------------------------
+    @property
+    def provider(self) -> EmbeddingProvider | None:
+        return self.policy.current
+
+    @property
+    def provider_reason(self) -> str | None:
+        return self.policy.reason
+
+    @property
+    def fallback_reason(self) -> str | None:
+        return self.policy.fallback_reason
+
+    @property
+    def needs_rebuild(self) -> bool:
+        return self.indexer.needs_rebuild
+
+    @property
+    def vectors(self) -> VectorIndex:
+        return self.indexer.vectors
+
+    @property
+    def last_sync(self) -> SyncReport | None:
+        return self.indexer.last_sync
+
+    # -- indexing ---------------------------------------------------------------------------
+    def sync(
+        self,
+        reason: str = "manual",
+        force: bool = False,
+        progress: Progress | None = None,
+        embed: bool = True,
+    ) -> SyncReport:
+        """Incremental sync (or a safe full rebuild when forced or the meta changed)."""
+        return self.indexer.sync(reason, force, progress, embed)
+
+    def embed_pending(
+        self,
+        progress: Progress | None = None,
+        report: SyncReport | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> int:
+        """Embed chunks that have no vector yet; returns how many were embedded."""
+        return self.indexer.embed_pending(progress, report, should_stop)
+
+    def mark_dirty(self, paths: list[str]) -> None:
+        """Record files changed outside the editor; the next sync or search picks them up."""
+        self.indexer.mark_dirty(paths)
+
+    def sync_dirty(self, budget_s: float | None = None) -> SyncReport | None:
+        """Keyword-index the dirty files now (within ``budget_s`` seconds of waiting)."""
+        return self.indexer.sync_dirty(budget_s)
+
+    def set_document(self, path: str | Path, text: str) -> bool:
+        """Index an editor buffer's unsaved text (keyword side now, vectors on the next
+        ``embed_pending``). Returns False when the path is not memory of this workspace."""
+        return self.indexer.set_document(path, text)
+
+    def clear_document(self, path: str | Path) -> None:
+        """Forget an editor buffer and index the file as it is on disk (or drop it)."""
+        self.indexer.clear_document(path)
+
+    # -- reading ----------------------------------------------------------------------------
+    def search(self, request: SearchRequest | str, **fields: Any) -> SearchResponse:
+        """Search this folder. ``request`` is a SearchRequest, or a query string with the
+        request's other fields as keywords (``engine.search("redis", max_results=3)``)."""
+        if isinstance(request, str):
+            request = SearchRequest(query=request, **fields)
+        return self.searcher.search(request)
+
+    def read_text(self, path: str | Path) -> tuple[str, list[int] | None]:
+        """The rendered text of a memory file (buffer if open) and its line map."""
+        return read_text(
+            self.workspace, self.indexer.buffers, str(path), self.settings.max_file_bytes
+        )
+
+    def get(
+        self, path_or_citation: str, start: int | None = None, lines: int | None = None
+    ) -> Excerpt:
+        """Lines of a memory file: ``path`` with from/lines, or a citation ``path#L3-L9``.
+
+        Raises PathError (outside the roots, missing) or ValueError (bad numbers)."""
+        cite = parse_citation(path_or_citation)
+        path = cite.path if cite else path_or_citation
+        if cite and start is None:
+            start, lines = cite.start, cite.end - cite.start + 1
+        if (start is not None and start < 1) or (lines is not None and lines < 1):
+            raise ValueError("from and lines must be positive")
+        text, line_map = self.read_text(path)
+        return excerpt(self.workspace.relative(path), text, line_map, start, lines)
+
+    def status(self) -> dict[str, Any]:
+        ix = self.indexer
+        with ix.reader() as r:
+            counts = r.counts()
+            vec_reason = r.vec_reason
+        p = self.provider
+        backend = self.settings.store.vector_backend
+        if backend != "sqlite-vec" or vec_reason:
+            backend = "numpy"
+        return {
+            "root": str(self.root),
+            "indexPath": str(self.index_path),
+            **counts,
+            # Keyword-only mode embeds nothing, so nothing is waiting for a vector.
+            "pendingEmbeddings": counts["pendingEmbeddings"] if p else 0,
+            "provider": {"id": p.id, "model": p.model, "dims": p.dims} if p else None,
+            "providerStats": p.stats.snapshot() if p and hasattr(p, "stats") else None,
+            # Since this engine started: chunks whose vector came from the cache vs were embedded.
+            **ix.totals,
+            "mode": "hybrid" if p else "keyword",
+            "providerReason": self.provider_reason,
+            "fallbackReason": self.fallback_reason,
+            "vectorBackend": backend,
+            "sqliteVec": vec_reason or "loaded",
+            "fts": "fts5",
+            "dirty": bool(ix.dirty) or ix.needs_rebuild,
+            "needsRebuild": ix.needs_rebuild,
+            "openDocuments": sorted(ix.buffers),
+            "lastSync": ix.last_sync.to_json() if ix.last_sync else None,
+            "settingsProblems": self.problems,
+        }
+
+    def close(self) -> None:
+        self.indexer.close()
+        self.policy.close()

@@ -1,0 +1,342 @@
+"""The indexer: the one writer of a folder's index.
+
+It owns the writer connection and its lock, the editor buffers, the set of files changed on
+disk, the in-memory vector index that follows every committed write, and the safe full rebuild.
+The embedding model is never called while the writer lock is held.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from ..chunking import ChunkLimits
+from ..embeddings.base import EmbeddingError, normalize
+from ..embeddings.batch import batch_embedder_for
+from ..index.embed import embed_pending
+from ..index.readers import ReaderPool
+from ..index.schema import SCHEMA_VERSION
+from ..index.store import Store, to_blob
+from ..index.sync import (
+    IndexContext,
+    Progress,
+    SyncReport,
+    index_document,
+    remove_file,
+    sync_keyword,
+)
+from ..search.vector import VectorIndex
+from ..settings import Settings, cache_dir
+from ..workspace import PathError, Workspace
+from .providers import ProviderPolicy
+
+log = logging.getLogger(__name__)
+
+
+def default_index_path(root: Path) -> Path:
+    digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
+    return cache_dir() / "index" / f"{root.resolve().name or 'root'}-{digest}.sqlite"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_rebuilds(index_path: Path) -> None:
+    """Delete temporary rebuild files left by a process that died (kill -9, power loss)."""
+    for f in index_path.parent.glob(f"{index_path.name}.rebuild-*"):
+        pid = f.name.rsplit(".rebuild-", 1)[1].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            log.info("removing %s left by a rebuild that did not finish", f.name)
+            f.unlink(missing_ok=True)
+
+
+class Indexer:
+    def __init__(
+        self, settings: Settings, workspace: Workspace, policy: ProviderPolicy, index_path: Path
+    ):
+        self.settings = settings
+        self.workspace = workspace
+        self.policy = policy
+        self.index_path = index_path
+        self.lock = threading.RLock()
+        self.writer = Store.open(index_path)
+        remove_stale_rebuilds(index_path)
+        self.readers = ReaderPool(index_path)
+        self.buffers: dict[str, str] = {}  # unsaved editor text by workspace path
+        self.dirty: set[str] = set()  # changed on disk, not indexed yet
+        self.last_sync: SyncReport | None = None
+        self.totals = {"cacheHits": 0, "cacheMisses": 0}
+        self.vectors = VectorIndex(self._load_vectors)
+        self._data_version: int | None = None
+        self.ctx = self._make_context()
+        self.needs_rebuild = self._meta_changed()
+
+    # -- setup ------------------------------------------------------------------------------
+    def _make_context(self) -> IndexContext:
+        p = self.policy.current
+        s = self.settings
+        limits = ChunkLimits.for_model(
+            s.chunking.tokens,
+            s.chunking.overlap,
+            p.max_input_tokens if p else 0,
+            p.max_input_bytes if p else 0,
+        )
+        return IndexContext(
+            workspace=self.workspace,
+            limits=limits,
+            cache_key=(p.id, p.model, p.provider_key) if p else None,
+            cache_enabled=s.cache.enabled,
+            max_file_bytes=s.max_file_bytes,
+            on_vectors=self.vectors.update,
+        )
+
+    def _expected_meta(self) -> dict[str, str]:
+        p = self.policy.current
+        limits = self.ctx.limits
+        return {
+            "schema": str(SCHEMA_VERSION),
+            "provider": p.id if p else "",
+            "model": p.model if p else "",
+            "providerKey": p.provider_key if p else "",
+            "chunking": f"{limits.tokens}/{limits.overlap}/{limits.max_bytes}",
+            "sources": ",".join(sorted(self.settings.sources)),
+            "sessionGlobs": "|".join(self.settings.sessions.globs),
+            "extraPaths": "|".join(self.settings.extra_paths),
+        }
+
+    def _meta_changed(self) -> bool:
+        meta = self.writer.get_meta()
+        expected = self._expected_meta()
+        if "schema" not in meta:
+            with self.lock:
+                self.writer.set_meta(expected)
+            return False
+        return any(meta.get(k) != v for k, v in expected.items())
+
+    def _load_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        with self.readers.borrow() as r:
+            return r.all_embeddings()
+
+    @contextmanager
+    def reader(self) -> Iterator[Store]:
+        with self.readers.borrow() as store:
+            yield store
+
+    # -- syncing ----------------------------------------------------------------------------
+    def sync(
+        self,
+        reason: str = "manual",
+        force: bool = False,
+        progress: Progress | None = None,
+        embed: bool = True,
+    ) -> SyncReport:
+        """Incremental sync (or a safe full rebuild when forced or the meta changed)."""
+        t0 = time.perf_counter()
+        if force or self.needs_rebuild:
+            report = self._rebuild(reason, progress)
+        else:
+            report = SyncReport(reason)
+            with self.lock:
+                self.dirty.clear()
+                sync_keyword(self.writer, self.ctx, dict(self.buffers), report, progress)
+        if embed:
+            self.embed_pending(progress, report)
+        if self.policy.current is not None:
+            self.vectors.warm()
+        report.duration_ms = (time.perf_counter() - t0) * 1000
+        self.last_sync = report
+        self._account(report)
+        return report
+
+    def _account(self, report: SyncReport) -> None:
+        """Running totals for status: what the embedding cache saved and what was paid for."""
+        self.totals["cacheHits"] += report.cache_hits
+        self.totals["cacheMisses"] += report.embedded
+
+    def _rebuild(self, reason: str, progress: Progress | None) -> SyncReport:
+        """Build a fresh index beside the old one, then copy it over in one transaction.
+
+        The old index keeps answering searches meanwhile; if anything fails, the temporary
+        file is removed and the old index stays as it was.
+        """
+        report = SyncReport(reason, full=True)
+        tmp = self.index_path.with_name(f"{self.index_path.name}.rebuild-{os.getpid()}")
+        side_files = (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"))
+        for stale in side_files:
+            stale.unlink(missing_ok=True)
+        new = Store(tmp)
+        try:
+            new.cache.copy_from(self.index_path)
+            new.set_meta(self._expected_meta())
+            ctx = IndexContext(**{**self.ctx.__dict__, "on_vectors": None})
+            with self.lock:
+                buffers = dict(self.buffers)
+            sync_keyword(new, ctx, buffers, report, progress)
+            with self.lock:
+                self.writer.replace_with(new)
+                self.needs_rebuild = False
+                self.dirty.clear()
+                self.readers.drop()
+                self.vectors.invalidate()
+                # Edits made during the rebuild went to the old index: apply them again.
+                sync_keyword(self.writer, self.ctx, dict(self.buffers), SyncReport(reason))
+        finally:
+            new.close()
+            for f in side_files:
+                f.unlink(missing_ok=True)
+        return report
+
+    def embed_pending(
+        self,
+        progress: Progress | None = None,
+        report: SyncReport | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> int:
+        """Embed chunks that have no vector yet; returns how many were embedded."""
+        own_report = report is None
+        report = report or SyncReport("embed")
+        provider = self.policy.current
+        if provider is None or self.ctx.cache_key is None:
+            return 0
+        before = report.embedded
+        try:
+            self._backfill_with_batch_api()
+            embed_pending(
+                self.writer,
+                provider,
+                self.ctx,
+                self.lock,
+                report,
+                progress,
+                batch_size=self._batch_size(),
+                should_stop=should_stop,
+            )
+            with self.lock:
+                self.writer.cache.evict(self.settings.cache.max_entries)
+        except EmbeddingError as exc:
+            if self.policy.switch_to_fallback(exc):
+                self._provider_changed()
+                self.sync("fallback", progress=progress)
+            else:
+                self.policy.embedding_failed(exc)
+        if own_report:
+            self._account(report)
+        return report.embedded - before
+
+    def _provider_changed(self) -> None:
+        # The next sync rebuilds safely for the new provider; the embedding cache keeps what
+        # both already paid for.
+        with self.lock:
+            self.ctx = self._make_context()
+            self.needs_rebuild = self._meta_changed()
+            self.vectors.invalidate()
+
+    def _backfill_with_batch_api(self) -> None:
+        """Large backfills through a provider's batch API (``remote.batchApi``): vectors land
+        in the embedding cache as each job's results arrive, then the regular vector phase
+        picks them up from there, so a crash loses nothing already paid for."""
+        batcher = batch_embedder_for(self.policy.current, self.settings.remote)
+        key = self.ctx.cache_key
+        if batcher is None or key is None:
+            return
+        with self.lock:
+            rows = self.writer.pending_chunks(10_000_000)
+            texts = {h: t for _, h, t in rows}
+            cached = self.writer.cache.get(key, list(texts))
+        todo = [h for h in texts if h not in cached]
+        if not batcher.should_use(len(todo)):
+            return
+
+        def land(start: int, vectors: np.ndarray) -> None:
+            items = [(todo[start + i], to_blob(v)) for i, v in enumerate(normalize(vectors))]
+            with self.lock, self.writer.transaction():
+                self.writer.cache.put(key, items)
+
+        batcher.embed([texts[h] for h in todo], on_vectors=land)
+
+    def _batch_size(self) -> int:
+        provider = self.policy.current
+        local = provider is not None and provider.id == "local"
+        return max(1, self.settings.local.batch_size if local else self.settings.remote.batch_size)
+
+    # -- files changed on disk, editor buffers ----------------------------------------------
+    def mark_dirty(self, paths: list[str]) -> None:
+        with self.lock:
+            self.dirty.update(self.workspace.relative(p) for p in paths)
+
+    def sync_dirty(self, budget_s: float | None = None) -> SyncReport | None:
+        """Keyword-index the dirty files now (within ``budget_s`` seconds of waiting)."""
+        if not self.dirty:
+            return None
+        if not self.lock.acquire(timeout=budget_s if budget_s is not None else -1):
+            return None
+        try:
+            only, self.dirty = set(self.dirty), set()
+            report = SyncReport("dirty")
+            sync_keyword(self.writer, self.ctx, dict(self.buffers), report, None, only)
+            self._account(report)
+            return report
+        finally:
+            self.lock.release()
+
+    def set_document(self, path: str | Path, text: str) -> bool:
+        try:
+            mf = self.workspace.resolve(path)
+        except PathError:
+            return False
+        with self.lock:
+            self.buffers[mf.path] = text
+            report = SyncReport("edit")
+            data = text.encode("utf-8", "surrogatepass")
+            with self.writer.transaction():
+                index_document(self.writer, self.ctx, mf, data, time.time(), report)
+            self._account(report)
+        return True
+
+    def clear_document(self, path: str | Path) -> None:
+        try:
+            mf = self.workspace.resolve(path)
+        except PathError:
+            return
+        with self.lock:
+            self.buffers.pop(mf.path, None)
+            sync_keyword(self.writer, self.ctx, {}, SyncReport("close"), None, {mf.path})
+            if not mf.abs_path.exists():
+                with self.writer.transaction():
+                    remove_file(self.writer, self.ctx, mf.path)
+
+    def notice_other_writers(self) -> None:
+        """Drop the in-memory vectors when another process (a CLI `index`, an MCP server)
+        committed to this index: they follow only this engine's own writes. The writer
+        connection's data_version moves only on other connections' commits."""
+        if not self.lock.acquire(blocking=False):
+            return  # we are writing ourselves; check on the next search
+        try:
+            version = self.writer.data_version()
+            if self._data_version is not None and version != self._data_version:
+                log.info("the index was changed by another process; reloading vectors")
+                self.vectors.invalidate()
+                self.needs_rebuild = self._meta_changed()
+            self._data_version = version
+        finally:
+            self.lock.release()
+
+    def close(self) -> None:
+        self.readers.close()
+        with self.lock:
+            self.writer.close()

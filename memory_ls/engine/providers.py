@@ -1,0 +1,107 @@
+"""Provider policy: which embedding provider answers, and what happens when it fails.
+
+Indexing failures switch to ``settings.fallback`` once (the indexer then rebuilds safely);
+a failed query embedding answers with keywords and is not retried for a cooldown, so a dead
+endpoint does not cost every search its timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..embeddings.base import EmbeddingError, EmbeddingProvider
+from ..embeddings.factory import create_fallback, create_provider
+from ..settings import Settings
+
+log = logging.getLogger(__name__)
+AUTO: Any = object()  # "pick the provider from the settings"
+QUERY_FAILURE_COOLDOWN_S = 30.0
+# Above this share of [UNK] tokens a query's vector is noise (an English model, a Chinese query).
+MAX_UNKNOWN_QUERY_TOKENS = 0.25
+
+
+class ProviderPolicy:
+    def __init__(
+        self,
+        settings: Settings,
+        provider: EmbeddingProvider | None = AUTO,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self._settings = settings
+        self._clock = clock
+        if provider is AUTO:
+            provider, self.reason = create_provider(settings)
+        else:
+            self.reason = None if provider else "no embedding provider: keyword-only"
+        self.current: EmbeddingProvider | None = provider
+        self.fallback_reason: str | None = None  # why the fallback provider answers
+        self._on_fallback = False
+        self._query_retry_at = 0.0
+        self._query_failure: str | None = None
+
+    def switch_to_fallback(self, exc: Exception) -> bool:
+        """Make ``settings.fallback`` the provider after the current one failed (once)."""
+        if self._on_fallback:
+            return False
+        fallback = create_fallback(self._settings, self.current)
+        if fallback is None:
+            return False
+        old = self.current
+        self.fallback_reason = (
+            f"{old.id if old else 'primary'} failed ({exc}); switched to fallback {fallback.id}"
+        )
+        log.warning("%s", self.fallback_reason)
+        self.current = fallback
+        self._on_fallback = True
+        if old is not None:
+            with contextlib.suppress(Exception):  # closing is best effort
+                old.close()
+        return True
+
+    def embedding_failed(self, exc: Exception) -> None:
+        """Indexing failed and there is no fallback: keyword search still works."""
+        self.fallback_reason = f"embedding failed: {exc}"
+        log.warning("%s; keyword search still works", self.fallback_reason)
+
+    def query_vector(self, query: str) -> tuple[np.ndarray | None, str | None]:
+        """(the query's vector or None, why there is none). Call only with a provider."""
+        provider = self.current
+        assert provider is not None
+        unknown = self._unknown_ratio(provider, query)
+        if unknown > MAX_UNKNOWN_QUERY_TOKENS:
+            return None, (
+                f"the embedding model does not know {unknown:.0%} of this query's tokens; "
+                "keyword results only"
+            )
+        if self._clock() < self._query_retry_at:
+            return None, self._query_failure
+        try:
+            vec = provider.embed_query(query)
+        except EmbeddingError as exc:
+            self._query_retry_at = self._clock() + QUERY_FAILURE_COOLDOWN_S
+            self._query_failure = f"query embedding failed ({exc}); keyword results only"
+            log.warning("%s", self._query_failure)
+            return None, self._query_failure
+        self._query_failure = None
+        return vec, None
+
+    @staticmethod
+    def _unknown_ratio(provider: EmbeddingProvider, query: str) -> float:
+        check = getattr(provider, "unknown_ratio", None)  # only the local model can tell
+        if check is None:
+            return 0.0
+        try:
+            return float(check(query))
+        except EmbeddingError:
+            return 0.0
+
+    def close(self) -> None:
+        if self.current is not None:
+            with contextlib.suppress(Exception):  # closing is best effort
+                self.current.close()

@@ -1,0 +1,62 @@
+"""Document frequencies of query words, as the index tokenizes them (stemmed, folded)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+DF_CACHE_SECONDS = 10.0
+
+
+class DocFrequencies:
+    """Per connection: uses connection-local temp tables, so a reader never writes the file."""
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+        self._vocab_ready = False
+        self._df_cache: dict[str, int] = {}
+        self._df_total = 0
+        self._df_time = -DF_CACHE_SECONDS - 1.0
+
+    def count(self, words: Sequence[str]) -> tuple[list[int], int]:
+        """For each query word, the number of chunks holding it (as the index tokenizes it:
+        stemmed, folded), and the number of chunks. Uses connection-local temp tables, so a
+        reader never writes to the index file."""
+        if not self._vocab_ready:
+            self.conn.executescript(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5("
+                "  w, tokenize = 'porter unicode61 remove_diacritics 2');"
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_token_list USING fts5vocab("
+                "  'temp', 'query_tokens', 'instance');"
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunk_terms USING fts5vocab("
+                "  'main', 'chunks_fts', 'row');"
+            )
+            self._vocab_ready = True
+        self.conn.execute("DELETE FROM temp.query_tokens")
+        self.conn.executemany(
+            "INSERT INTO temp.query_tokens(rowid, w) VALUES (?, ?)",
+            [(i, w) for i, w in enumerate(words, start=1)],
+        )
+        now = time.monotonic()
+        if now - self._df_time > DF_CACHE_SECONDS:
+            # Frequencies only steer which words to skip: a few seconds stale is fine, and
+            # counting 100k rows on every search is not.
+            self._df_cache.clear()
+            self._df_total = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            self._df_time = now
+        df = [0] * len(words)
+        seen: set[int] = set()
+        tokens = self.conn.execute("SELECT doc, term FROM temp.query_token_list").fetchall()
+        for doc, term in tokens:
+            n = self._df_cache.get(term)
+            if n is None:
+                # One indexed lookup per token (a join made SQLite scan the whole vocabulary).
+                row = self.conn.execute(
+                    "SELECT doc FROM temp.chunk_terms WHERE term = ?", (term,)
+                ).fetchone()
+                n = self._df_cache[term] = row[0] if row else 0
+            i = doc - 1  # a word of several tokens (fly.io) is as rare as its rarest token
+            df[i] = n if i not in seen else min(df[i], n)
+            seen.add(i)
+        return df, self._df_total

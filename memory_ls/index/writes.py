@@ -1,0 +1,144 @@
+"""Writing one file's chunks: the shared steps of every sync (disk, editor buffer, transcript).
+
+Call these inside a store transaction; the in-memory vector index hears of a change only once
+that transaction commits.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..chunking import Chunk, ChunkLimits, chunk_text, split_lines
+from ..sources import SourceError, render
+from ..sources.dates import file_date
+from ..sources.markdown import content_hash
+from ..workspace import MemoryFile, Workspace
+from .backend import IndexBackend
+from .cache import CacheKey
+from .store import from_blob
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, str], None]  # (done, total, message)
+VectorUpdate = Callable[[Sequence[int], Sequence[tuple[int, np.ndarray]]], None]
+
+
+@dataclass
+class SyncReport:
+    reason: str
+    full: bool = False
+    started_at: float = field(default_factory=time.time)
+    duration_ms: float = 0.0
+    files: int = 0
+    indexed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    embedded: int = 0
+    cache_hits: int = 0
+    appended: int = 0  # transcripts indexed from where the last sync stopped (of ``indexed``)
+    skipped: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "reason": self.reason,
+            "full": self.full,
+            "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at)),
+            "durationMs": round(self.duration_ms, 1),
+            "files": self.files,
+            "indexed": self.indexed,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "embedded": self.embedded,
+            "cacheHits": self.cache_hits,
+            "appended": self.appended,
+            "skipped": self.skipped,
+        }
+
+
+@dataclass
+class IndexContext:
+    workspace: Workspace
+    limits: ChunkLimits
+    cache_key: CacheKey | None  # None: no provider, keyword-only
+    cache_enabled: bool
+    max_file_bytes: int
+    on_vectors: VectorUpdate | None = None
+
+
+def index_document(
+    store: IndexBackend,
+    ctx: IndexContext,
+    mf: MemoryFile,
+    data: bytes,
+    mtime: float,
+    report: SyncReport,
+) -> None:
+    """Index one file's bytes (from disk or an editor buffer); call inside a transaction."""
+    try:
+        src = render(mf, data)
+    except SourceError as exc:
+        log.warning("%s", exc)
+        report.skipped.append(str(exc))
+        remove_file(store, ctx, mf.path)
+        return
+    lines = split_lines(src.text)
+    chunks = chunk_text(src.text, ctx.limits, list(src.line_map) if src.line_map else None)
+    known = known_vectors(store, ctx, chunks, store.chunk_embeddings(mf.path), report)
+    model = ctx.cache_key[1] if ctx.cache_key else ""
+    removed, added = store.replace_chunks(mf.path, mf.source, chunks, known, model)
+    d = file_date(mf.path, mtime)
+    store.upsert_file(
+        mf.path,
+        mf.source,
+        content_hash(data),
+        mtime,
+        len(data),
+        d.isoformat() if d else None,
+        len(lines),
+        src.line_map,
+    )
+    report.indexed += 1
+    vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])
+
+
+def known_vectors(
+    store: IndexBackend,
+    ctx: IndexContext,
+    chunks: Sequence[Chunk],
+    reused: dict[str, bytes],
+    report: SyncReport,
+) -> dict[str, bytes]:
+    """hash -> vector already paid for: the file's previous chunks, then the embedding cache.
+    Keyword-only (no provider): none, so no chunk claims a vector of another model."""
+    if not ctx.cache_key:
+        return {}
+    known = dict(reused)
+    if ctx.cache_enabled:
+        wanted = [c.hash for c in chunks if c.hash not in known]
+        if wanted:
+            hits = store.cache.get(ctx.cache_key, wanted)
+            report.cache_hits += len(hits)
+            known.update(hits)
+    return known
+
+
+def vectors_changed(
+    store: IndexBackend,
+    ctx: IndexContext,
+    removed: Sequence[int],
+    added: Sequence[tuple[int, bytes]],
+) -> None:
+    """Tell the in-memory vector index, once the transaction holding the change commits."""
+    on_vectors = ctx.on_vectors
+    if on_vectors and (removed or added):
+        vecs = [(cid, from_blob(b)) for cid, b in added]
+        store.after_commit(lambda: on_vectors(removed, vecs))
+
+
+def remove_file(store: IndexBackend, ctx: IndexContext, path: str) -> None:
+    vectors_changed(store, ctx, store.delete_file(path), [])
