@@ -52,7 +52,8 @@ def ensure_test_model() -> Path:
         return target
     MODEL_DIR.mkdir(parents=True, exist_ok=True)
     for stale in MODEL_DIR.glob(f"{models.DEFAULT_MODEL_NAME}-*.gguf"):
-        stale.unlink(missing_ok=True)
+        if stale != target:  # a parallel worker may have just written the current one
+            stale.unlink(missing_ok=True)
     # import_model writes atomically, and an identical file written meanwhile by another
     # test process is accepted, so parallel first runs are safe.
     return models.import_model(ensure_test_wheel(), target)

@@ -410,3 +410,28 @@ def test_very_common_words_leave_the_keyword_query(tmp_path: Path):
     hit = e.search("project walrus").results[0]
     assert hit.path == "memory/n777.md" and hit.score == 1.0
     e.close()
+
+
+def test_engine_never_changes_the_settings_it_is_given(ws: Path, tmp_path: Path):
+    """A server compares fresh settings with the ones it opened the engine with: a relative
+    ``local.modelPath`` rewritten in place made every configuration change reopen the model."""
+    from memory_ls.settings import to_dict
+
+    s = Settings()
+    s.local.model_path = "models/minilm.gguf"
+    before = to_dict(s)
+    with MemoryEngine(ws, s, index_path=tmp_path / "i.sqlite") as e:
+        assert to_dict(s) == before
+        assert e.settings.local.model_path == str(ws.resolve() / "models/minilm.gguf")
+        assert e.settings is not s
+    fresh = Settings()
+    fresh.local.model_path = "models/minilm.gguf"
+    assert to_dict(fresh) == to_dict(s)  # what the server's reload compares: no reopen
+
+
+def test_engine_is_a_context_manager_that_closes(ws: Path, tmp_path: Path):
+    with MemoryEngine(ws, Settings(provider="none"), index_path=tmp_path / "i.sqlite") as e:
+        e.sync()
+        assert e.search("token bucket").results
+    with pytest.raises(Exception, match="closed"):
+        e.indexer.writer.conn.execute("SELECT 1")

@@ -17,7 +17,7 @@ from memory_ls.settings import Settings
 def test_parse_search_defaults_and_fields() -> None:
     p = protocol.parse_search({"query": "x", "maxResults": 3.0, "minScore": 0,
                                "sources": "memory", "pathPrefix": "memory/", "extra": 1})
-    assert (p.max_results, p.min_score, p.sources, p.path_prefix) == (3, 0.0, ["memory"],
+    assert (p.max_results, p.min_score, p.sources, p.path_prefix) == (3, 0.0, ("memory",),
                                                                       "memory/")
     assert protocol.parse_search([{"query": "y"}]).query == "y"
     for params, field in [({"query": "x", "maxResults": True}, "maxResults"),

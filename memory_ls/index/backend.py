@@ -8,7 +8,7 @@ Scoring (BM25 normalisation, fusion, decay, MMR, filters) lives above this inter
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -30,8 +30,10 @@ class EmbeddingCacheBackend(Protocol):
 
 
 class IndexBackend(Protocol):
-    cache: EmbeddingCacheBackend
-    vec_reason: str | None  # why the backend's own vector search is unavailable, or None
+    @property
+    def cache(self) -> EmbeddingCacheBackend: ...
+    @property
+    def vec_reason(self) -> str | None: ...  # why its own vector search is unavailable
 
     # -- lifecycle and transactions ---------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]: ...
@@ -42,7 +44,7 @@ class IndexBackend(Protocol):
 
     # -- meta and files ---------------------------------------------------------------------
     def get_meta(self) -> dict[str, str]: ...
-    def set_meta(self, values: dict[str, object]) -> None: ...
+    def set_meta(self, values: Mapping[str, object]) -> None: ...
     def file_states(self, paths: Iterable[str] | None = None) -> dict[str, FileState]: ...
     def file_tail(self, path: str) -> tuple[int, dict[str, Any]] | None: ...
     def upsert_file(

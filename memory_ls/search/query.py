@@ -46,8 +46,7 @@ def keywords(query: str) -> list[str]:
             out.append(w)
     if not out:
         out = [w for w in words if w]
-    seen: set[str] = set()
-    return [w for w in out if not (w in seen or seen.add(w))]
+    return list(dict.fromkeys(out))
 
 
 def _quote(term: str) -> str:
@@ -73,9 +72,7 @@ def query_terms(query: str) -> list[tuple[str, bool]]:
                 terms += [(g, False) for g in grams or cjk_grams(w)[:-1]]
         else:
             terms.append((w, False))
-    seen: set[tuple[str, bool]] = set()
-    uniq = [t for t in terms if not (t in seen or seen.add(t))]
-    return uniq[:MAX_QUERY_TERMS]
+    return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
 
 
 def match_expression(terms: list[tuple[str, bool]]) -> str | None:
