@@ -53,6 +53,7 @@ INDEX_CODE = [
     "memory_ls/chunking.py",
     "memory_ls/workspace.py",
     "memory_ls/search/query.py",
+    "memory_ls/text.py",
     "memory_ls/index/*.py",
     "memory_ls/sources/*.py",
 ]

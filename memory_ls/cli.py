@@ -14,6 +14,7 @@ from . import __version__
 
 if TYPE_CHECKING:
     from .engine import MemoryEngine
+    from .search.results import SearchResponse
 
 log = logging.getLogger("memory_ls")
 
@@ -86,7 +87,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         if resp.fallback_reason:
             print(f"({resp.mode} search: {resp.fallback_reason})", file=sys.stderr)
         if not resp.results:
-            print("no results")
+            print(no_results_message(resp, engine.settings.query.min_score, args.min_score))
             return 1
         for hit in resp.results:
             print(f"{hit.citation}  score {hit.score:.3f}")
@@ -94,6 +95,18 @@ def cmd_search(args: argparse.Namespace) -> int:
                 print(f"    {line}")
             print()
         return 0
+
+
+def no_results_message(resp: SearchResponse, default_min: float, asked: float | None) -> str:
+    """Why a search came back empty, so a person knows to rephrase or lower minScore."""
+    below = resp.why_empty()
+    if below is None:
+        return "no results: nothing in memory matches these words or this meaning"
+    threshold = asked if asked is not None else default_min
+    return (
+        f"no results: {below['count']} candidates scored below minScore {threshold:g} "
+        f"(best {below['bestScore']:.2f}); rephrase, or lower it with --min-score"
+    )
 
 
 def cmd_get(args: argparse.Namespace) -> int:

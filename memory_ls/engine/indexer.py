@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..chunking import ChunkLimits
+from ..chunking import ChunkLimits, text_hash
 from ..embeddings.base import EmbeddingError, normalize
 from ..embeddings.batch import batch_embedder_for
 from ..index.embed import embed_pending
 from ..index.readers import ReaderPool
 from ..index.schema import SCHEMA_VERSION
-from ..index.store import Store, to_blob
+from ..index.store import Store, from_blob, to_blob
 from ..index.sync import (
     IndexContext,
     Progress,
@@ -33,6 +33,7 @@ from ..index.sync import (
     remove_file,
     sync_keyword,
 )
+from ..search.calibrate import REFERENCE_PASSAGES
 from ..search.vector import VectorIndex
 from ..settings import Settings, cache_dir
 from ..workspace import PathError, Workspace
@@ -82,6 +83,7 @@ class Indexer:
         self.last_sync: SyncReport | None = None
         self.totals = {"cacheHits": 0, "cacheMisses": 0}
         self.vectors = VectorIndex(self._load_vectors)
+        self.reference: np.ndarray | None = None  # the calibration passages' vectors
         self._data_version: int | None = None
         self.ctx = self._make_context()
         self.needs_rebuild = self._meta_changed()
@@ -245,6 +247,37 @@ class Indexer:
             self.ctx = self._make_context()
             self.needs_rebuild = self._meta_changed()
             self.vectors.invalidate()
+            self.reference = None
+
+    def reference_vectors(self) -> np.ndarray | None:
+        """The calibration passages (search/calibrate.py) as the current model embeds them:
+        from the embedding cache, else embedded once (outside the writer lock) and cached.
+        Asked for by the first search with a query vector, not by syncs: a backfill through
+        a batch API must not send synchronous requests."""
+        provider, key = self.policy.current, self.ctx.cache_key
+        if self.reference is not None or provider is None or key is None:
+            return self.reference
+        hashes = [text_hash(t) for t in REFERENCE_PASSAGES]
+        with self.lock:
+            known = self.writer.cache.get(key, hashes)
+        missing = [
+            (h, t) for h, t in zip(hashes, REFERENCE_PASSAGES, strict=True) if h not in known
+        ]
+        if missing:
+            try:
+                vecs = normalize(provider.embed_documents([t for _, t in missing]))
+            except EmbeddingError as exc:
+                log.warning(
+                    "calibration passages not embedded (%s); the corpus alone is the background",
+                    exc,
+                )
+                return None
+            fresh = [(h, to_blob(v)) for (h, _), v in zip(missing, vecs, strict=True)]
+            with self.lock, self.writer.transaction():
+                self.writer.cache.put(key, fresh)
+            known.update(fresh)
+        self.reference = np.stack([from_blob(known[h]) for h in hashes])
+        return self.reference
 
     def _backfill_with_batch_api(self) -> None:
         """Large backfills through a provider's batch API (``remote.batchApi``): vectors land

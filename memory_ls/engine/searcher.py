@@ -41,12 +41,15 @@ class Searcher:
             vectors: VectorIndex | SqliteVecIndex = self.indexer.vectors
             if settings.store.vector_backend == "sqlite-vec" and store.vec_reason is None:
                 vectors = SqliteVecIndex(store)
-            hits, used = run_search(
-                store, vectors, qvec, req, settings.query, datetime.now(UTC).date()
+            reference = self.indexer.reference_vectors() if qvec is not None else None
+            out = run_search(
+                store, vectors, qvec, req, settings.query, datetime.now(UTC).date(), reference
             )
         return SearchResponse(
-            results=hits,
-            mode=used,
+            results=out.hits,
+            mode=out.mode,
+            below_min_score=out.below_min_score,
+            best_below=out.best_below,
             provider={"id": provider.id, "model": provider.model} if provider else None,
             fallback_reason=fallback,
             took_ms=(time.perf_counter() - t0) * 1000,

@@ -434,6 +434,25 @@ class Store:
             out.update({cid: from_blob(b) for cid, b in rows})
         return out
 
+    def sample_embeddings(self, limit: int) -> np.ndarray:
+        """Up to ``limit`` chunk vectors spread evenly over the index (all of a small one)."""
+        n = self.count_embedded()
+        step = max(1, -(-n // limit)) if n else 1
+        rows = self.conn.execute(
+            "SELECT embedding FROM chunks WHERE embedding IS NOT NULL AND id % ? = 0 LIMIT ?",
+            (step, limit),
+        ).fetchall()
+        vecs = [np.frombuffer(b, dtype=np.float32) for (b,) in rows]
+        dims = {len(v) for v in vecs}
+        if len(dims) != 1:
+            return np.zeros((0, self.dims or 1), dtype=np.float32)
+        return np.stack(vecs)
+
+    def count_embedded(self) -> int:
+        """Chunks that have a vector."""
+        row = self.conn.execute("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL")
+        return int(row.fetchone()[0])
+
     def all_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
         """Every chunk vector as (ids, matrix), filled in place: the vectors are held once,
         not three times (row list, joined bytes, matrix) as a naive load would."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 from ..index.backend import IndexBackend
 from ..index.store import ChunkRow
 from ..settings import QuerySettings
+from .calibrate import Moments, background
 from .citations import format_citation
 from .query import Filters, drop_common, match_expression, parse_filters, query_terms
 from .request import SearchRequest
@@ -25,6 +27,14 @@ from .results import SearchHit
 from .vector import SqliteVecIndex, VectorIndex
 
 
+@dataclass(frozen=True)
+class Outcome:
+    hits: list[SearchHit]
+    mode: str  # "hybrid" | "keyword" | "vector"
+    below_min_score: int = 0  # candidates that matched but scored under minScore
+    best_below: float | None = None  # the best of those
+
+
 def snippet(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
@@ -32,9 +42,7 @@ def snippet(text: str, limit: int) -> str:
     return text[: cut if cut > 0 else limit - 1].rstrip() + "…"
 
 
-def _passes(
-    row: ChunkRow, f: Filters, sources: tuple[str, ...] | None, prefix: str | None
-) -> bool:
+def _passes(row: ChunkRow, f: Filters, sources: tuple[str, ...] | None, prefix: str | None) -> bool:
     if sources and row.source not in sources:
         return False
     if f.sources and row.source not in f.sources:
@@ -62,8 +70,12 @@ def run(
     req: SearchRequest,
     qs: QuerySettings,
     today: date,
-) -> tuple[list[SearchHit], str]:
-    """The hits for one resolved request and the mode that produced them."""
+    reference: np.ndarray | None = None,
+) -> Outcome:
+    """The hits for one resolved request, the mode that produced them, and what fell short.
+
+    ``reference``: the model's vectors of the calibration passages (calibrate.py), so even a
+    tiny corpus gives each query a background to stand out from."""
     words, filters = parse_filters(req.query)
     use_vec = qvec is not None and vectors is not None and req.mode in ("auto", "hybrid", "vector")
     # Degrade, never fail: a vector search with no query vector answers with keywords.
@@ -92,7 +104,10 @@ def run(
             bm25[cid] = bm
     if use_vec and words.strip():
         assert vectors is not None and qvec is not None
-        for rank, (cid, sim) in enumerate(vectors.search(qvec, pool), start=1):
+        knn, corpus = vectors.knn(qvec, pool)
+        ref = Moments.of(reference @ qvec) if reference is not None and len(reference) else None
+        bg = background(corpus, ref)
+        for rank, (cid, sim) in enumerate(knn, start=1):
             c = cands.setdefault(cid, Candidate(cid))
             c.vector, c.vector_rank = sim, rank
         # Each candidate gets its exact vector score. On the keyword side, a chunk outside a
@@ -102,8 +117,12 @@ def run(
         missing = [cid for cid, c in cands.items() if c.vector is None]
         for cid, sim in vectors.similarity(qvec, missing).items():
             cands[cid].vector = sim
+        if bg is not None:
+            for c in cands.values():
+                if c.vector is not None:
+                    c.vector = bg.score(c.vector)
     if not cands:
-        return [], mode
+        return Outcome([], mode)
 
     rows = store.chunks_by_ids(cands)
     kept = [
@@ -115,6 +134,7 @@ def run(
     # keyword hit of a filtered search still scores 1.0 and passes minScore.
     best_bm = min((bm25[c.chunk_id] for c, _ in kept if c.chunk_id in bm25), default=0.0)
     scored: list[tuple[Candidate, ChunkRow]] = []
+    below, best_below = 0, 0.0
     for c, row in kept:
         if c.chunk_id in bm25:
             c.text = bm25_score(bm25[c.chunk_id], best_bm)
@@ -130,6 +150,9 @@ def run(
             c.score = decay(c.score, row.date, today, qs.temporal_decay.half_life_days)
         if c.score >= req.threshold:
             scored.append((c, row))
+        else:
+            below += 1
+            best_below = max(best_below, c.score)
 
     # Deterministic: score, then path and line, so equal scores never flip between calls.
     scored.sort(key=lambda cr: (-cr[0].score, cr[1].path, cr[1].start_line))
@@ -158,4 +181,4 @@ def run(
         )
         for c, r in picked
     ]
-    return hits, mode
+    return Outcome(hits, mode, below, best_below if below else None)

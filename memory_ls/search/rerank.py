@@ -35,13 +35,21 @@ class Candidate:
     score: float = 0.0
 
 
+# What the query's best keyword match scores at least, whatever its vector says: it always
+# passes the default minScore (0.35), inside the "weak" band (< WEAK_BELOW) when the meaning
+# does not stand out as well (OpenClaw #25183: 0.3 x a perfect keyword hit was dropped).
+KEYWORD_ALONE = 0.4
+WEAK_BELOW = 0.5
+
+
 def fuse_weighted(c: Candidate, vector_weight: float, text_weight: float) -> float:
-    """Weighted sum over the sides that exist for this chunk, so a keyword hit on a chunk
-    whose vector is not computed yet is not capped at text_weight (OpenClaw #25183)."""
+    """Weighted sum over the sides that exist for this chunk (a keyword hit on a chunk whose
+    vector is not computed yet is scored by its keywords), never below KEYWORD_ALONE x text."""
     if c.vector is None:
         return c.text
     total = vector_weight + text_weight
-    return (vector_weight * max(c.vector, 0.0) + text_weight * c.text) / total
+    fused = (vector_weight * max(c.vector, 0.0) + text_weight * c.text) / total
+    return max(fused, KEYWORD_ALONE * c.text)
 
 
 def fuse_rrf(c: Candidate, k: int) -> float:

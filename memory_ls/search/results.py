@@ -54,6 +54,14 @@ class SearchResponse:
     fallback_reason: str | None = None
     took_ms: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    below_min_score: int = 0  # candidates that matched but scored under minScore
+    best_below: float | None = None
+
+    def why_empty(self) -> dict[str, Any] | None:
+        """When nothing passed minScore: how many candidates fell short and the best score."""
+        if self.results or not self.below_min_score or self.best_below is None:
+            return None
+        return {"count": self.below_min_score, "bestScore": round(self.best_below, 6)}
 
     def to_json(self, root: Path) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -64,6 +72,8 @@ class SearchResponse:
         }
         if self.fallback_reason:
             out["fallbackReason"] = self.fallback_reason
+        if below := self.why_empty():
+            out["belowMinScore"] = below
         return out
 
 

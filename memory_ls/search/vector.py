@@ -16,8 +16,10 @@ import numpy as np
 
 from ..index.backend import IndexBackend
 from ..index.schema import DatabaseError
+from .calibrate import Moments
 
 log = logging.getLogger(__name__)
+BACKGROUND_SAMPLE = 4096  # chunk vectors read per query to calibrate sqlite-vec scores
 
 
 class VectorIndex:
@@ -105,19 +107,27 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first; ties broken by chunk id."""
+        return self.knn(query, k)[0]
+
+    def knn(self, query: np.ndarray, k: int) -> tuple[list[tuple[int, float]], Moments | None]:
+        """The k nearest chunks, and the moments of the query's similarity to every chunk
+        (its background, for calibration: computed from the same product, nearly free)."""
         with self._lock:
             self._ensure()
             if self._n == 0 or k <= 0 or self._mat.shape[1] != len(query):
-                return []
+                return [], None
             scores = self._mat[: self._n] @ query.astype(np.float32)
-            scores[~self._alive[: self._n]] = -np.inf
+            alive = self._alive[: self._n]
+            moments = Moments.of(scores[alive])
+            scores[~alive] = -np.inf
             ids = self._ids[: self._n]
         k = min(k, len(self._row))
         if k <= 0:
-            return []
+            return [], moments
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         order = sorted(top.tolist(), key=lambda r: (-scores[r], ids[r]))
-        return [(int(ids[r]), float(scores[r])) for r in order if np.isfinite(scores[r])]
+        hits = [(int(ids[r]), float(scores[r])) for r in order if np.isfinite(scores[r])]
+        return hits, moments
 
     def similarity(self, query: np.ndarray, chunk_ids: Sequence[int]) -> dict[int, float]:
         """Exact cosine for given chunks (those without a vector are left out)."""
@@ -144,6 +154,12 @@ class SqliteVecIndex:
             return []
         # vec0 returns cosine distance; ties are broken by id like the numpy path.
         return sorted(((int(i), 1.0 - float(d)) for i, d in hits), key=lambda h: (-h[1], h[0]))
+
+    def knn(self, query: np.ndarray, k: int) -> tuple[list[tuple[int, float]], Moments | None]:
+        """vec0 has no cheap pass over every row: the background comes from an even sample."""
+        sample = self._store.sample_embeddings(BACKGROUND_SAMPLE)
+        moments = Moments.of(sample @ query) if sample.shape[1] == len(query) else None
+        return self.search(query, k), moments
 
     def similarity(self, query: np.ndarray, chunk_ids: Sequence[int]) -> dict[int, float]:
         vecs = self._store.embeddings_for(list(chunk_ids))
