@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 
+from .redact import redact
 from .search.query import keywords
 from .settings import SessionWriterSettings, Settings
-from .sources.redact import redact
 from .sources.sessions import Message, iter_messages
 from .workspace import MEMORY_DIR
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory_ls.sources.redact import find_secrets, redact
+from memory_ls.embeddings.remote import redact as scrub_remote_error
+from memory_ls.redact import find_secrets, redact
 
 
 def j(*parts: str) -> str:
@@ -36,6 +37,7 @@ SECRETS: list[tuple[str, str]] = [
         j("https://hooks.", "slack.com/services/", "T00000000/B00000000/", "XXXXXXXXXXXXXXXX"),
     ),
     ("hf {}", j("h", "f_", "AbCdEfGhIjKlMnOpQrStUvWxYz012345")),
+    ("voyage {}", j("p", "a-", "Xq7Lm2Wp9Zr4Tv6Yb1Nc8Kd3Hf5Gj0Ms")),
     ("stripe {}", j("sk", "_live_", "51HxYzAbCdEfGhIjKlMnOp")),
     (
         "curl -H 'Authorization: Bearer {}'",
@@ -87,6 +89,33 @@ def test_each_secret_is_redacted(context: str, secret: str):
     assert secret not in out
     assert "[REDACTED:" in out
     assert find_secrets(text)
+
+
+# Key formats the remote providers' error scrubbing knew and transcript redaction did not,
+# when the two kept separate lists.
+ONCE_REMOTE_ONLY: list[tuple[str, str]] = [
+    ("voyage key {} rejected", j("p", "a-", "voyage-key-33333333333333")),
+    ("short key {}", j("sk", "-abcdefghijklmnop")),
+    ("Incorrect API key provided: {}.", j("sk", "-proj-", "*" * 24, "AbCd")),
+    ("google {}", j("AI", "za", "-gemini-key-2222222222222222")),
+]
+
+
+@pytest.mark.parametrize(
+    ("context", "secret"),
+    SECRETS + ONCE_REMOTE_ONLY,
+    ids=[c for c, _ in SECRETS + ONCE_REMOTE_ONLY],
+)
+def test_one_table_for_transcripts_and_provider_errors(context: str, secret: str):
+    text = context.format(secret)
+    assert secret not in redact(text)
+    assert secret not in scrub_remote_error(text)
+
+
+def test_provider_errors_also_lose_the_configured_key():
+    key = j("mistral", "-", "0123456789abcdefABCDEF")  # no known prefix: only the given key
+    assert scrub_remote_error(f"bad key {key}!", [key]) == "bad key ***!"
+    assert key in redact(f"bad key {key}!")
 
 
 def test_a_plain_word_after_password_colon_is_redacted():

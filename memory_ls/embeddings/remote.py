@@ -36,6 +36,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from ..redact import redact as redact_patterns
 from ..settings import RemoteSettings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors
 
@@ -49,12 +50,6 @@ TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
 _MIN_ATTEMPT_S = 0.05  # do not start an attempt with less time than this left in the budget
 
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|signature", re.IGNORECASE)
-# Shapes of well-known API keys, scrubbed from any text even when we were not told the key
-# (e.g. a server echoing a different key back).
-_KEY_PATTERNS = re.compile(
-    r"(sk-[A-Za-z0-9_\-*]{8,}|AIza[0-9A-Za-z_\-]{20,}|pa-[A-Za-z0-9_\-]{16,}"
-    r"|(?i:bearer)\s+[A-Za-z0-9._\-~+/=*]{8,})"
-)
 
 
 class RemoteError(EmbeddingError):
@@ -82,10 +77,12 @@ class RemoteError(EmbeddingError):
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with every secret and anything shaped like an API key replaced by ``***``."""
+    """``text`` with the given secrets replaced by ``***`` and anything the shared table of
+    secret patterns knows (an API key of another provider, a server echoing a key back)
+    replaced by ``[REDACTED:<kind>]``."""
     for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
         text = text.replace(secret, "***")
-    return _KEY_PATTERNS.sub("***", text)
+    return redact_patterns(text)
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:

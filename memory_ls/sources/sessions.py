@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from ..redact import redact
 from .markdown import SourceText
-from .redact import redact
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
-// The contributed `memory.*` settings must match the server's schema (memory_ls/settings.py):
-// scripts/gen_settings.py --check compares package.json with `to_dict(Settings())`, the types
-// and the allowed values, and fails on a setting without a description.
+// The contributed `memory.*` settings must match the server's declarations
+// (memory_ls/settings/schema.py): scripts/gen_settings.py --check compares package.json with the
+// types, defaults, bounds, choices and descriptions declared there.
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';

@@ -1,4 +1,9 @@
-"""Secret redaction for text that reaches the index, search results or files we write.
+"""The one table of secret patterns, and redaction with it.
+
+Used for everything that may carry a secret: transcript text before it reaches the index,
+search results or files we write (``sources/sessions.py``, ``session_writer.py``), and the errors
+and logs of remote embedding providers (``embeddings/remote.py``, which also replaces the keys
+it was configured with). A key format added here is caught everywhere.
 
 A table of patterns rather than a detector library: detect-secrets (the maintained candidate)
 reports findings line by line for code review, keeps global plugin settings, flags only the
@@ -72,9 +77,11 @@ RULES: tuple[Rule, ...] = (
         _keep_prefix("password"),
     ),
     Rule("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}")),
-    Rule("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}")),
+    # sk-proj-..., sk-svcacct-..., legacy sk-...; "*" for the masked keys an API echoes back.
+    Rule("openai-key", re.compile(r"\bsk-[A-Za-z0-9_*-]{16,}")),
     Rule("stripe-key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
-    Rule("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
+    Rule("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{20,}")),
+    Rule("voyage-key", re.compile(r"\bpa-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{16,}")),
     Rule("google-oauth", re.compile(r"\b(?:ya29\.[0-9A-Za-z_-]{20,}|GOCSPX-[A-Za-z0-9_-]{20,})")),
     Rule("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b")),
     Rule(
@@ -139,7 +146,7 @@ RULES: tuple[Rule, ...] = (
 
 # A cheap pre-check: text with none of these fragments cannot match any rule above.
 _HINT = re.compile(
-    r"PRIVATE KEY|://|sk-|sk_|rk_|pk_|AIza|ya29\.|GOCSPX|A3T|AKIA|ASIA|ABIA|ACCA|gh[pousr]_"
+    r"PRIVATE KEY|://|sk-|sk_|rk_|pk_|AIza|pa-|ya29\.|GOCSPX|A3T|AKIA|ASIA|ABIA|ACCA|gh[pousr]_"
     r"|github_pat_|glpat-|xox|xapp-|hf_|npm_|SG\.|eyJ|bearer|basic|" + _KEY_WORDS,
     re.IGNORECASE,
 )
@@ -150,7 +157,8 @@ def redact(text: str) -> str:
     if not text or not _HINT.search(text):
         return text
     for rule in RULES:
-        text = rule.pattern.sub(rule.replace or (lambda m, k=rule.kind: f"[REDACTED:{k}]"), text)
+        # A kind is letters and hyphens, so the marker is a literal replacement template.
+        text = rule.pattern.sub(rule.replace or f"[REDACTED:{rule.kind}]", text)
     return text
 
 

@@ -1,0 +1,5 @@
+import sys
+
+from .docs import main
+
+sys.exit(main())

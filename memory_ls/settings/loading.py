@@ -1,0 +1,192 @@
+"""Layered loading and validation that reports and ignores bad input, driven by ``schema.py``.
+
+An unknown key or a value of the wrong type, out of bounds or not among the choices is
+reported by its camelCase name and ignored (the previous layer's value stays): never fatal.
+cattrs is not used here: it structures a whole object or fails, while a settings layer must keep
+every good key and name each bad one.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
+
+from .schema import Settings
+from .spec import Spec, camel, snake, spec_of
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    """Return value converted to hint, or raise ValueError naming the key."""
+    origin = get_origin(hint)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise ValueError(f"{where}: expected true or false, got {value!r}")
+    if hint is int:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value != int(value)
+        ):
+            raise ValueError(f"{where}: expected an integer, got {value!r}")
+        return int(value)
+    if hint is float:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise ValueError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: expected a string, got {value!r}")
+        return value
+    if origin is list:
+        (item,) = get_args(hint)
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            raise ValueError(f"{where}: expected a list, got {value!r}")
+        return [_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise ValueError(f"{where}: expected a table of strings, got {value!r}")
+        return {str(k): v for k, v in value.items()}
+    raise ValueError(f"{where}: unsupported setting type")  # pragma: no cover
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if x == int(x) else str(x)
+
+
+def bounds_text(spec: Spec) -> str:
+    """The allowed range in words ("between 0 and 1", "at least 1"), "" when unbounded."""
+    lo, hi = spec.minimum, spec.maximum
+    if lo is not None and hi is not None:
+        return f"between {_number(lo)} and {_number(hi)}"
+    if lo is not None:
+        return "not negative" if lo == 0 else f"at least {_number(lo)}"
+    return f"at most {_number(hi)}" if hi is not None else ""
+
+
+def list_text(spec: Spec) -> str:
+    """What a list setting accepts in words ("non-empty list of memory, sessions")."""
+    n = spec.min_items
+    size = "non-empty list" if n == 1 else f"list of at least {n} items" if n else "list"
+    return size + (f" of {', '.join(spec.choices)}" if spec.choices else "")
+
+
+def _check(key: str, value: Any, spec: Spec) -> None:
+    """Raise ValueError naming ``key`` when ``value`` breaks its declared choices or bounds."""
+    if isinstance(value, list):
+        bad = [v for v in value if spec.choices and v not in spec.choices]
+        if bad or len(value) < spec.min_items:
+            raise ValueError(f"{key}: expected a {list_text(spec)}, got {value!r}")
+    elif spec.choices and value not in spec.choices:
+        raise ValueError(f"{key}: expected one of {', '.join(spec.choices)}, got {value!r}")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        low = spec.minimum is not None and value < spec.minimum
+        high = spec.maximum is not None and value > spec.maximum
+        if low or high:
+            rule = bounds_text(spec)
+            must = "must not be negative" if rule == "not negative" else f"must be {rule}"
+            raise ValueError(f"{key}: {must}, got {value!r}")
+
+
+def apply(target: Any, data: dict[str, Any], prefix: str = "") -> list[str]:
+    """Merge a camelCase mapping into a settings dataclass in place; return problems found."""
+    problems: list[str] = []
+    if not isinstance(data, dict):
+        return [f"{prefix.rstrip('.') or 'settings'}: expected a table, got {data!r}"]
+    hints = get_type_hints(type(target))
+    fields = {f.name: f for f in dataclasses.fields(target)}
+    for raw_key, value in data.items():
+        key = f"{prefix}{raw_key}"
+        attr = snake(str(raw_key))
+        if attr not in fields:
+            problems.append(f"{key}: unknown setting, ignored")
+            continue
+        spec = spec_of(fields[attr])
+        if spec is None:  # a section
+            problems += apply(getattr(target, attr), value, f"{key}.")
+            continue
+        try:
+            coerced = _coerce(value, hints[attr], key)
+            _check(key, coerced, spec)
+        except ValueError as exc:
+            problems.append(f"{exc}; ignored")
+            continue
+        setattr(target, attr, coerced)
+    if prefix == "" and isinstance(target, Settings):
+        problems += _check_together(target)
+    return problems
+
+
+def _check_together(s: Settings) -> list[str]:
+    """Rules between settings, which a single key's bounds cannot say."""
+    problems: list[str] = []
+    if s.chunking.overlap >= s.chunking.tokens:
+        s.chunking.overlap = s.chunking.tokens // 5
+        problems.append(
+            f"chunking.overlap must be below chunking.tokens; using {s.chunking.overlap}"
+        )
+    hy = s.query.hybrid
+    if hy.vector_weight + hy.text_weight == 0:  # weighted fusion divides by their sum
+        default = type(hy)()
+        hy.vector_weight, hy.text_weight = default.vector_weight, default.text_weight
+        problems.append(
+            "query.hybrid.vectorWeight and textWeight must not both be 0; "
+            f"using {hy.vector_weight} and {hy.text_weight}"
+        )
+    return problems
+
+
+def to_dict(s: Any) -> dict[str, Any]:
+    """The camelCase mapping of a settings dataclass (secrets included: never log it)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(s):
+        v = getattr(s, f.name)
+        out[camel(f.name)] = to_dict(v) if dataclasses.is_dataclass(v) else copy.deepcopy(v)
+    return out
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "memory-ls" / "config.toml"
+
+
+def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh), []
+    except FileNotFoundError:
+        return {}, []
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return {}, [f"{path}: cannot read settings ({exc}); ignored"]
+
+
+def load(root: Path | None = None, *overrides: dict[str, Any]) -> tuple[Settings, list[str]]:
+    """Settings for a workspace folder, with the list of problems met on the way."""
+    settings = Settings()
+    problems: list[str] = []
+    layers: list[tuple[str, dict[str, Any]]] = []
+    for path in [user_config_path()] + ([root / ".memory-ls.toml"] if root else []):
+        data, errs = read_toml(path)
+        problems += errs
+        layers.append((str(path), data))
+    layers += [("client", o) for o in overrides if o]
+    for name, data in layers:
+        problems += [f"{name}: {p}" for p in apply(settings, data)]
+    return settings, problems
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "memory-ls"

@@ -1,0 +1,403 @@
+"""Every setting, declared once: its type, default, bounds, choices and description.
+
+Validation (``loading.py``), the README's settings table (``docs.py``) and the VS Code
+extension's ``contributes.configuration`` (``editors/vscode/scripts/gen_settings.py``) all read
+these declarations, so a setting cannot say one thing in one place and another elsewhere.
+Descriptions are Markdown; a setting named in backquotes (`` `query.maxResults` ``) becomes a
+link in VS Code. Every description was checked against the code that reads the setting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .spec import setting
+
+PROVIDERS = (
+    "auto",
+    "none",
+    "local",
+    "openai",
+    "openai-compatible",
+    "ollama",
+    "gemini",
+    "voyage",
+    "mistral",
+)
+
+
+@dataclass
+class HybridSettings:
+    enabled: bool = setting(
+        True,
+        "Combine keyword (BM25) and vector search. Off: a search in `auto` mode is vector-only "
+        "when a query vector is available.",
+    )
+    vector_weight: float = setting(
+        0.7,
+        "Weight of the vector score in `weighted` fusion (the two weights are divided by "
+        "their sum).",
+        minimum=0,
+        maximum=1,
+    )
+    text_weight: float = setting(
+        0.3, "Weight of the keyword (BM25) score in `weighted` fusion.", minimum=0, maximum=1
+    )
+    candidate_multiplier: int = setting(
+        4,
+        "Candidates taken from each side: `query.maxResults` times this, but at least "
+        "`query.hybrid.minCandidates` (and 4 times more when the search has filters).",
+        minimum=0,
+    )
+    min_candidates: int = setting(
+        50,
+        "The candidate pool of each side never shrinks below this, so the top hit does not "
+        "depend on `query.maxResults`.",
+        minimum=0,
+    )
+    fusion: str = setting(
+        "weighted",
+        "How keyword and vector scores are fused: `weighted` (the weighted mean of the two "
+        "scores) or `rrf` (reciprocal rank fusion); `weighted` scored better on LoCoMo.",
+        choices=("weighted", "rrf"),
+    )
+    rrf_k: int = setting(
+        60,
+        "The `k` constant of reciprocal rank fusion: larger values flatten the difference "
+        "between ranks.",
+        minimum=0,
+    )
+
+
+@dataclass
+class MmrSettings:
+    enabled: bool = setting(
+        False,
+        "Re-rank with maximal marginal relevance (word overlap between results) to diversify them.",
+    )
+    lambda_: float = setting(
+        0.7, "MMR trade-off between relevance (1) and diversity (0).", minimum=0, maximum=1
+    )
+
+
+@dataclass
+class DecaySettings:
+    enabled: bool = setting(
+        False,
+        "Lower the score of dated notes (`memory/**/YYYY-MM-DD*.md`) by age; undated "
+        "(evergreen) files never decay.",
+    )
+    half_life_days: float = setting(
+        30.0, "Age in days at which a dated note's score is halved (0: no decay).", minimum=0
+    )
+
+
+@dataclass
+class QuerySettings:
+    max_results: int = setting(
+        6, "Results per search (a request's own `maxResults` wins).", minimum=1
+    )
+    min_score: float = setting(
+        0.35,
+        "Results scoring less than this (after fusion and decay) are dropped; a request's own "
+        "`minScore` wins.",
+        minimum=0,
+        maximum=1,
+    )
+    snippet_max_chars: int = setting(
+        700, "Maximum length of a result's snippet, in characters.", minimum=1
+    )
+    hybrid: HybridSettings = field(default_factory=HybridSettings)
+    mmr: MmrSettings = field(default_factory=MmrSettings)
+    temporal_decay: DecaySettings = field(default_factory=DecaySettings)
+    source_balance: bool = setting(
+        True,
+        "When notes and transcripts both match, one source takes at most 2/3 of the results "
+        "while the other has candidates.",
+    )
+    common_term_fraction: float = setting(
+        0.3,
+        "Keyword side, on indexes of 1,000 chunks or more: query words found in more than "
+        "this share of all chunks are left out (their IDF is near zero and BM25 over them is "
+        "slow), unless that would leave none; `1` keeps every word.",
+        minimum=0,
+        maximum=1,
+    )
+
+
+@dataclass
+class ChunkingSettings:
+    tokens: int = setting(
+        400,
+        "Chunk size in estimated tokens (about 4 characters, or one CJK character, each), "
+        "lowered to the embedding model's input limit. Changing it rebuilds the index.",
+        minimum=1,
+    )
+    overlap: int = setting(
+        80,
+        "Overlap between consecutive chunks in estimated tokens: below `chunking.tokens`, and "
+        "at most half a chunk is used. Changing it rebuilds the index.",
+        minimum=0,
+    )
+
+
+@dataclass
+class LocalSettings:
+    model_path: str = setting(
+        "",
+        "A GGUF embedding model for the `local` provider; `~` is expanded and a relative path "
+        "is relative to the workspace folder (empty: the model fetched by "
+        "`memory-ls model pull`).",
+    )
+    threads: int = setting(
+        0,
+        "llama.cpp threads. 0: all usable cores but one (at least 1, at most 8), as a job that "
+        "asks for every core slows down as soon as another process holds one.",
+        minimum=0,
+    )
+    batch_size: int = setting(32, "Texts embedded per llama.cpp call while indexing.", minimum=0)
+    context_size: int = setting(
+        512,
+        "llama.cpp context size in tokens, capped at the model's trained length; it bounds "
+        "the longest input, and chunks are sized to fit.",
+        minimum=0,
+    )
+    window_tokens: int = setting(
+        256,
+        "Documents longer than this many tokens are embedded as the mean of windows of this "
+        "size, at most `local.contextSize` (the default model, all-MiniLM-L6-v2, was trained on "
+        "256; 0: one window as long as the context).",
+        minimum=0,
+    )
+
+
+@dataclass
+class RemoteSettings:
+    base_url: str = setting(
+        "",
+        "Base URL of the remote embedding API (empty: the provider's default; "
+        "`openai-compatible` needs one). For `ollama`, a URL ending in `/v1` uses its "
+        "OpenAI-compatible API.",
+    )
+    api_key: str = setting(
+        "",
+        "API key for the remote provider (empty: `OPENAI_API_KEY`, `GEMINI_API_KEY`, "
+        "`VOYAGE_API_KEY` or `MISTRAL_API_KEY`, the provider's own; `openai-compatible` and "
+        "`ollama` use this key only). Prefer the environment: settings files are often shared.",
+    )
+    headers: dict[str, str] = setting(
+        {},
+        "Extra HTTP headers sent to the remote provider; they win over the defaults, and the "
+        "values of secret-looking ones are scrubbed from errors and logs.",
+    )
+    dimensions: int = setting(
+        0, "Embedding dimensions to request (0: the model's default).", minimum=0
+    )
+    query_timeout_ms: int = setting(
+        2000,
+        "The whole time budget of a query embedding, retries included, in milliseconds; past "
+        "it the search answers with keywords.",
+        minimum=0,
+    )
+    batch_timeout_ms: int = setting(
+        60000, "Timeout of each attempt of an indexing request, in milliseconds.", minimum=0
+    )
+    batch_size: int = setting(64, "Texts per remote embedding request while indexing.", minimum=0)
+    retries: int = setting(
+        3,
+        "Retries on HTTP 408, 409, 425, 429, 5xx, connection errors and timeouts (other 4xx "
+        "fail at once).",
+        minimum=0,
+    )
+    backoff_min_ms: int = setting(
+        500,
+        "First retry delay in milliseconds; it doubles each retry (with jitter) up to "
+        "`remote.backoffMaxMs`. A `Retry-After` of up to 60 s is honoured instead.",
+        minimum=0,
+    )
+    backoff_max_ms: int = setting(8000, "Longest retry delay, in milliseconds.", minimum=0)
+    max_input_tokens: int = setting(
+        0,
+        "Largest single input in tokens (0: the provider's own limit, 512 for Ollama and "
+        "OpenAI-compatible servers, whose models vary). Chunks are sized to fit.",
+        minimum=0,
+    )
+    batch_api: bool = setting(
+        False,
+        "Use the provider's asynchronous batch API for large backfills (OpenAI, Gemini, Voyage; "
+        "cheaper, slower).",
+    )
+    batch_api_min_texts: int = setting(
+        1000, "Backfills of fewer texts than this use the synchronous endpoint.", minimum=0
+    )
+    batch_api_concurrency: int = setting(2, "Batch jobs in flight at once.", minimum=0)
+    batch_api_poll_ms: int = setting(
+        30000, "How often to poll a batch job, in milliseconds.", minimum=0
+    )
+    batch_api_timeout_minutes: int = setting(
+        24 * 60,
+        "Cancel a batch job after this many minutes and embed the rest synchronously (0: no "
+        "limit but the provider's own).",
+        minimum=0,
+    )
+
+
+@dataclass
+class CacheSettings:
+    enabled: bool = setting(
+        True,
+        "Cache embeddings by provider, model and text hash; the cache survives full rebuilds.",
+    )
+    max_entries: int = setting(
+        100_000,
+        "Embedding cache size; the least recently used entries past it are evicted.",
+        minimum=0,
+    )
+
+
+@dataclass
+class SessionsSyncSettings:
+    delta_bytes: int = setting(
+        100_000,
+        "A transcript still being written is reindexed once it grew by this many bytes (or by "
+        "`sync.sessions.deltaMessages` messages), or after two minutes without writes.",
+        minimum=0,
+    )
+    delta_messages: int = setting(
+        50,
+        "A transcript still being written is also reindexed once this many messages were "
+        "added to it (0: on every append).",
+        minimum=0,
+    )
+
+
+@dataclass
+class SyncSettings:
+    watch: bool = setting(
+        True,
+        "Language server: watch memory files for changes made outside the editor (e.g. by an "
+        "agent), through the client when it can, else in the server.",
+    )
+    watch_debounce_ms: int = setting(
+        1500,
+        "Language server: files changed outside the editor are indexed this many milliseconds "
+        "after the last change (a search before that indexes them first).",
+        minimum=0,
+    )
+    edit_debounce_ms: int = setting(
+        300,
+        "Language server: an edited buffer is indexed this many milliseconds after the last "
+        "change (a search before that applies the edit first).",
+        minimum=0,
+    )
+    interval_minutes: int = setting(
+        0,
+        "Language server: sync every file this often, in minutes, as a safety net (0: off).",
+        minimum=0,
+    )
+    search_budget_ms: int = setting(
+        250,
+        "A search first indexes the files known to have changed, waiting at most this many "
+        "milliseconds for the index writer (the language server waits at least 1 s for "
+        "pending edits).",
+        minimum=0,
+    )
+    sessions: SessionsSyncSettings = field(default_factory=SessionsSyncSettings)
+
+
+@dataclass
+class SessionsSettings:
+    globs: list[str] = setting(
+        [],
+        "Glob patterns, relative to the workspace folder, of JSONL agent transcripts to index "
+        "when `sources` includes `sessions`.",
+    )
+    retention_days: int = setting(
+        0,
+        "Transcripts not written to for this many days are dropped from the index, never from "
+        "disk (0: keep all).",
+        minimum=0,
+    )
+
+
+@dataclass
+class SessionWriterSettings:
+    base_url: str = setting(
+        "",
+        "OpenAI-compatible chat-completions endpoint that names saved sessions (the file "
+        "slug), e.g. `http://127.0.0.1:11434/v1`. Empty (or no `sessionWriter.model`): slugs "
+        "come from the conversation's keywords.",
+    )
+    model: str = setting("", "Chat model that names saved sessions.")
+    api_key: str = setting("", "API key for `sessionWriter.baseUrl`, sent as a bearer token.")
+    timeout_ms: int = setting(
+        15000,
+        "Timeout of the session-naming request in milliseconds; then keywords name the session.",
+        minimum=0,
+    )
+
+
+@dataclass
+class StoreSettings:
+    path: str = setting(
+        "",
+        "Index file; `~` is expanded, a relative path is relative to the server's working "
+        "folder (empty: one file per workspace folder in `$XDG_CACHE_HOME/memory-ls/`).",
+    )
+    vector_backend: str = setting(
+        "auto",
+        "Vector search backend: `auto` and `numpy` search an in-memory matrix; `sqlite-vec` "
+        "the sqlite-vec extension (numpy when it does not load).",
+        choices=("auto", "numpy", "sqlite-vec"),
+    )
+
+
+@dataclass
+class Settings:
+    provider: str = setting(
+        "auto",
+        "Embedding provider. `auto`: the local model if one is configured or was pulled "
+        "(`memory-ls model pull`), else OpenAI, Gemini, Voyage or Mistral, the first whose API "
+        "key is set, else keyword-only. `none`: keyword-only search.",
+        choices=PROVIDERS,
+    )
+    model: str = setting(
+        "",
+        "The remote provider's embedding model (empty: its default); the `local` provider "
+        "uses `local.modelPath`.",
+    )
+    fallback: str = setting(
+        "none",
+        "Provider to switch to when the primary one fails to embed documents; the index is "
+        "then rebuilt with it. It gets `remote.*` and `model` only when the primary is not a "
+        "remote API (`none`: no fallback).",
+        choices=PROVIDERS,
+    )
+    sources: list[str] = setting(
+        ["memory"],
+        "What to index: `memory` (Markdown notes) and `sessions` (JSONL agent transcripts, "
+        "see `sessions.globs`). Changing it rebuilds the index.",
+        choices=("memory", "sessions"),
+        min_items=1,
+    )
+    extra_paths: list[str] = setting(
+        [], "More Markdown files or folders to index, relative to the workspace folder."
+    )
+    max_file_bytes: int = setting(
+        5 * 1024 * 1024, "Files larger than this many bytes are skipped.", minimum=0
+    )
+    log_level: str = setting(
+        "info",
+        "Language server log level; the log goes to the client (in VS Code, the *Memory* "
+        "output channel). The first workspace folder's level applies.",
+        choices=("error", "warning", "info", "debug"),
+    )
+    query: QuerySettings = field(default_factory=QuerySettings)
+    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    local: LocalSettings = field(default_factory=LocalSettings)
+    remote: RemoteSettings = field(default_factory=RemoteSettings)
+    cache: CacheSettings = field(default_factory=CacheSettings)
+    sync: SyncSettings = field(default_factory=SyncSettings)
+    sessions: SessionsSettings = field(default_factory=SessionsSettings)
+    session_writer: SessionWriterSettings = field(default_factory=SessionWriterSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)

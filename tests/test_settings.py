@@ -1,0 +1,250 @@
+"""Settings: declared once, validated by name, documented from the declarations.
+
+Bad input is reported by its camelCase key and ignored (the earlier value stays), never fatal;
+the README's table and the VS Code extension's settings are generated from the same
+declarations, and these tests fail when either drifts.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import write
+
+from memory_ls.settings import Settings, apply, leaves, load, to_dict
+from memory_ls.settings.docs import README, main, markdown_table, with_table
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def value_at(s: Settings, key: str) -> Any:
+    out: Any = to_dict(s)
+    for part in key.split("."):
+        out = out[part]
+    return out
+
+
+def nested(key: str, value: Any) -> dict[str, Any]:
+    """{"a": {"b": value}} for "a.b"."""
+    out: Any = value
+    for part in reversed(key.split(".")):
+        out = {part: out}
+    return out
+
+
+# -- the declarations -----------------------------------------------------------------------
+
+
+def test_every_setting_is_declared_with_a_description_and_bounds():
+    all_leaves = list(leaves(Settings))
+    assert len(all_leaves) > 60
+    for leaf in all_leaves:
+        assert leaf.spec.description.strip(), leaf.key
+        assert "|" not in leaf.spec.description, leaf.key  # it goes into a Markdown table
+        if leaf.hint in (int, float):
+            assert leaf.spec.minimum is not None, f"{leaf.key}: numbers declare a minimum"
+    keys = [leaf.key for leaf in all_leaves]
+    assert len(set(keys)) == len(keys)
+
+
+def test_the_defaults_pass_their_own_validation():
+    s = Settings()
+    assert apply(s, to_dict(Settings())) == []
+    assert s == Settings()
+
+
+def test_list_and_table_defaults_are_not_shared():
+    a, b = Settings(), Settings()
+    a.sources.append("sessions")
+    a.remote.headers["X"] = "1"
+    assert b.sources == ["memory"] and b.remote.headers == {}
+
+
+def test_local_threads_says_what_zero_means():
+    # 0 is default_threads(): all usable cores but one (llama.cpp does not decide).
+    spec = next(leaf.spec for leaf in leaves(Settings) if leaf.key == "local.threads")
+    assert "all usable cores but one" in spec.description
+    assert "llama.cpp decides" not in spec.description
+
+
+# -- validation by name -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "bad", "says"),
+    [
+        ("query.maxResults", 0, "must be at least 1"),
+        ("query.maxResults", "x", "expected an integer"),
+        ("query.maxResults", 2.5, "expected an integer"),
+        ("query.maxResults", True, "expected an integer"),
+        ("query.maxResults", math.inf, "expected an integer"),
+        ("query.minScore", 1.5, "must be between 0 and 1"),
+        ("query.minScore", math.nan, "expected a number"),
+        ("query.hybrid.vectorWeight", -0.1, "must be between 0 and 1"),
+        ("query.mmr.lambda", 2, "must be between 0 and 1"),
+        ("query.commonTermFraction", 3, "must be between 0 and 1"),
+        ("query.snippetMaxChars", 0, "must be at least 1"),
+        ("chunking.tokens", 0, "must be at least 1"),
+        ("remote.retries", -1, "must not be negative"),
+        ("query.hybrid.fusion", "sum", "expected one of weighted, rrf"),
+        ("provider", "cohere", "expected one of auto, none, local"),
+        ("store.vectorBackend", "faiss", "expected one of auto, numpy, sqlite-vec"),
+        ("logLevel", "trace", "expected one of error, warning, info, debug"),
+        ("sources", [], "expected a non-empty list of memory, sessions"),
+        ("sources", ["memory", "notes"], "expected a non-empty list of memory, sessions"),
+        ("sessions.globs", [1], "sessions.globs[0]: expected a string"),
+        ("remote.headers", {"X": 1}, "expected a table of strings"),
+        ("sync.watch", "yes", "expected true or false"),
+        ("local.modelPath", 3, "expected a string"),
+    ],
+)
+def test_a_bad_value_is_reported_by_name_and_ignored(key: str, bad: Any, says: str):
+    s = Settings()
+    before = value_at(s, key)
+    problems = apply(s, nested(key, bad))
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(key) and says in problems[0], problems
+    assert problems[0].endswith("; ignored")
+    assert value_at(s, key) == before
+
+
+def test_good_values_are_kept_next_to_bad_ones():
+    s = Settings()
+    problems = apply(
+        s,
+        {
+            "bogus": 1,
+            "query": {"maxResults": 3, "minScore": "high", "hybrid": {"fusion": "rrf"}},
+            "sources": "sessions",  # a single string is a one-item list
+            "remote": {"headers": {"X-Team": "a"}, "nope": 2},
+        },
+    )
+    assert sorted(problems) == [
+        "bogus: unknown setting, ignored",
+        "query.minScore: expected a number, got 'high'; ignored",
+        "remote.nope: unknown setting, ignored",
+    ]
+    assert s.query.max_results == 3 and s.query.min_score == 0.35
+    assert s.query.hybrid.fusion == "rrf"
+    assert s.sources == ["sessions"] and s.remote.headers == {"X-Team": "a"}
+
+
+def test_a_section_that_is_not_a_table_is_reported():
+    s = Settings()
+    assert apply(s, {"query": 5}) == ["query: expected a table, got 5"]
+    assert s.query == Settings().query
+
+
+def test_rules_between_settings():
+    s = Settings()
+    problems = apply(s, {"chunking": {"tokens": 100, "overlap": 100}})
+    assert problems == ["chunking.overlap must be below chunking.tokens; using 20"]
+    assert (s.chunking.tokens, s.chunking.overlap) == (100, 20)
+
+    # Weighted fusion divides by the sum of the weights.
+    s = Settings()
+    problems = apply(s, {"query": {"hybrid": {"vectorWeight": 0, "textWeight": 0}}})
+    assert problems == [
+        "query.hybrid.vectorWeight and textWeight must not both be 0; using 0.7 and 0.3"
+    ]
+    assert (s.query.hybrid.vector_weight, s.query.hybrid.text_weight) == (0.7, 0.3)
+    assert apply(Settings(), {"query": {"hybrid": {"vectorWeight": 0}}}) == []
+
+
+def test_camel_case_round_trip():
+    custom = Settings()
+    custom.query.mmr.lambda_ = 0.4
+    custom.session_writer.timeout_ms = 5
+    custom.query.temporal_decay.half_life_days = 7
+    data = to_dict(custom)
+    assert data["query"]["mmr"]["lambda"] == 0.4
+    assert data["sessionWriter"]["timeoutMs"] == 5
+    s = Settings()
+    assert apply(s, data) == [] and s == custom
+
+
+def test_layers_later_wins_and_problems_name_their_file(tmp_path: Path):
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "memory-ls" / "config.toml"
+    write(user.parent, user.name, 'provider = "none"\n[query]\nmaxResults = 9\nminScore = 0.2\n')
+    root = tmp_path / "ws"
+    write(root, ".memory-ls.toml", "[query]\nmaxResults = 4\nminScore = 7\n")
+    s, problems = load(root, {"query": {"minScore": 0.1}}, {"chunking": {"tokens": "big"}})
+    assert s.provider == "none" and s.query.max_results == 4 and s.query.min_score == 0.1
+    assert problems == [
+        f"{root / '.memory-ls.toml'}: query.minScore: must be between 0 and 1, got 7.0; ignored",
+        "client: chunking.tokens: expected an integer, got 'big'; ignored",
+    ]
+
+
+def test_an_unreadable_settings_file_is_reported_not_fatal(tmp_path: Path):
+    root = tmp_path / "ws"
+    write(root, ".memory-ls.toml", "[query\nmaxResults = 4\n")
+    s, problems = load(root)
+    assert s == Settings()
+    assert len(problems) == 1 and "cannot read settings" in problems[0]
+
+
+def test_non_finite_numbers_from_toml_are_not_fatal(tmp_path: Path):
+    root = tmp_path / "ws"
+    write(root, ".memory-ls.toml", "[query]\nmaxResults = inf\nminScore = nan\n")
+    s, problems = load(root)
+    assert s.query == Settings().query
+    assert [p.split(": ", 1)[1].split(":")[0] for p in problems] == [
+        "query.maxResults",
+        "query.minScore",
+    ]
+
+
+# -- generated documentation ------------------------------------------------------------------
+
+
+def test_readme_settings_table_matches_the_declarations():
+    text = README.read_text(encoding="utf-8")
+    assert text == with_table(text), (
+        "README.md's settings table is out of date: run `python -m memory_ls.settings --readme`"
+    )
+    for leaf in leaves(Settings):
+        assert f"| `{leaf.key}` |" in text
+
+
+def test_readme_generation_rewrites_only_the_table(tmp_path: Path):
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        README.read_text(encoding="utf-8").replace("| `query.maxResults` | `6` |", "| x | y |")
+    )
+    assert main(["--readme", str(readme), "--check"]) == 1
+    assert main(["--readme", str(readme)]) == 0
+    assert readme.read_text() == README.read_text(encoding="utf-8")
+    assert main(["--readme", str(readme), "--check"]) == 0
+    (tmp_path / "bare.md").write_text("# no markers\n")
+    with pytest.raises(ValueError, match="markers"):
+        main(["--readme", str(tmp_path / "bare.md")])
+
+
+def test_the_table_states_bounds_and_choices():
+    rows = {line.split(" | ")[0][3:-1]: line for line in markdown_table().splitlines()[2:]}
+    assert "integer, at least 1" in rows["query.maxResults"]
+    assert "number, between 0 and 1" in rows["query.minScore"]
+    assert "`weighted`, `rrf`" in rows["query.hybrid.fusion"]
+    assert "non-empty list of `memory`, `sessions`" in rows["sources"]
+    assert rows["sources"].startswith('| `sources` | `["memory"]` |')
+
+
+def test_vscode_package_json_matches_the_declarations():
+    script = REPO / "editors" / "vscode" / "scripts" / "gen_settings.py"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, env=env
+    )
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(
+        [sys.executable, str(script), "--print"], capture_output=True, text=True, env=env
+    )
+    assert '"#memory.query.hybrid.minCandidates#"' not in r.stdout  # links stay in backquotes
+    assert "`#memory.query.hybrid.minCandidates#`" in r.stdout
