@@ -21,13 +21,9 @@ except ImportError:  # tests/ became a package
     from tests.http_stub import StubServer, fault_status, vector_for
 
 from memory_ls.embeddings.base import EmbeddingError
-from memory_ls.embeddings.batch import (
-    BatchJob,
-    OpenAIBatchEmbedder,
-    batch_embedder_for,
-    custom_id,
-)
+from memory_ls.embeddings.batch import BatchJob, batch_embedder_for, custom_id
 from memory_ls.embeddings.batch_gemini import GeminiBatchEmbedder
+from memory_ls.embeddings.batch_openai import OpenAIBatchEmbedder
 from memory_ls.embeddings.batch_voyage import VoyageBatchEmbedder
 from memory_ls.embeddings.gemini import GeminiProvider
 from memory_ls.embeddings.openai import MistralProvider, OpenAICompatibleProvider, OpenAIProvider
