@@ -21,13 +21,9 @@ except ImportError:  # tests/ became a package
     from tests.http_stub import StubServer, fault_status, vector_for
 
 from memory_ls.embeddings.base import EmbeddingError
-from memory_ls.embeddings.batch import (
-    BatchJob,
-    OpenAIBatchEmbedder,
-    batch_embedder_for,
-    custom_id,
-)
+from memory_ls.embeddings.batch import BatchJob, batch_embedder_for, custom_id
 from memory_ls.embeddings.batch_gemini import GeminiBatchEmbedder
+from memory_ls.embeddings.batch_openai import OpenAIBatchEmbedder
 from memory_ls.embeddings.batch_voyage import VoyageBatchEmbedder
 from memory_ls.embeddings.gemini import GeminiProvider
 from memory_ls.embeddings.openai import MistralProvider, OpenAICompatibleProvider, OpenAIProvider
@@ -473,3 +469,33 @@ def test_engine_backfill_through_the_batch_api(kind, ws: Path, tmp_path: Path):
             assert e.search("token bucket Redis").mode == "hybrid"
         finally:
             e.close()
+
+
+def test_embeddings_modules_import_one_way():
+    """No import cycle inside memory_ls/embeddings, counting imports inside functions too:
+    the per-API batch modules import batch.py, providers import their batch module."""
+    import ast
+
+    import memory_ls.embeddings as package
+
+    root = Path(package.__file__).parent
+    names = {f.stem for f in root.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for f in root.glob("*.py"):
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                deps |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+        graph[f.stem] = deps & names
+    assert "batch" in graph["batch_gemini"] and "batch_gemini" in graph["gemini"]
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        assert name not in path, "import cycle: " + " -> ".join([*path, name])
+        if name not in done:
+            for dep in sorted(graph[name]):
+                visit(dep, [*path, name])
+            done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])

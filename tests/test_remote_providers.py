@@ -687,7 +687,7 @@ def test_create_fallback(open_stub, monkeypatch):
     assert type(fb) is GeminiProvider
     assert fb.base_url == GeminiProvider.default_base_url
     assert fb.model == "gemini-embedding-001" and fb.dimensions == 0
-    assert fb._client.retries == s.remote.retries
+    assert fb.client.retries == s.remote.retries
     s.fallback = "voyage"  # no key: unavailable, logged, no exception
     assert factory.create_fallback(s) is None
 
@@ -715,7 +715,7 @@ def test_fallback_auto_skips_the_primary(monkeypatch):
 
 
 def batch_setup(stub, *, batch_size=2, polls=1, **remote):
-    from memory_ls.embeddings.batch import OpenAIBatchEmbedder
+    from memory_ls.embeddings.batch_openai import OpenAIBatchEmbedder
 
     stub.batch_polls = polls
     settings = fast(
@@ -737,7 +737,7 @@ def expected(texts, dims=8):
 
 
 def test_batch_end_to_end(stub):
-    from memory_ls.embeddings.batch import ENDPOINT
+    from memory_ls.embeddings.batch_openai import ENDPOINT
 
     provider, batch = batch_setup(stub, polls=2)
     seen: list[tuple[int, int]] = []
@@ -790,7 +790,7 @@ def test_batch_failed_or_expired(stub, outcome, sync_texts):
 
 
 def test_batch_concurrent_jobs(stub):
-    from memory_ls.embeddings.batch import OpenAIBatchEmbedder
+    from memory_ls.embeddings.batch_openai import OpenAIBatchEmbedder
 
     provider, _ = batch_setup(stub)
     batch = OpenAIBatchEmbedder(
@@ -804,7 +804,7 @@ def test_batch_concurrent_jobs(stub):
 
 
 def test_batch_timeout_cancels_and_goes_synchronous(stub):
-    from memory_ls.embeddings.batch import OpenAIBatchEmbedder
+    from memory_ls.embeddings.batch_openai import OpenAIBatchEmbedder
 
     stub.batch_polls = 10_000
     settings = fast(

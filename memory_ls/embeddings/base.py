@@ -1,11 +1,17 @@
-"""The embedding provider protocol shared by the local model and the remote APIs."""
+"""The embedding provider protocol shared by the local model and the remote APIs, and the
+optional batch capability some remote APIs add to it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from ..settings import RemoteSettings
+
+# on_vectors(start, vectors): vectors for texts[start : start + len(vectors)], as they arrive
+OnVectors = Callable[[int, np.ndarray], None]
 
 
 class EmbeddingError(Exception):
@@ -42,6 +48,27 @@ class EmbeddingProvider(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class Batcher(Protocol):
+    """A provider's asynchronous batch API, as a backfill uses it (``batch.BatchEmbedder``)."""
+
+    def should_use(self, count: int) -> bool:
+        """Whether ``count`` texts are worth a batch job (``remote.batchApiMinTexts``)."""
+        ...
+
+    def embed(self, texts: Sequence[str], on_vectors: OnVectors | None = None) -> np.ndarray:
+        """Vectors for ``texts`` in order; each piece goes to ``on_vectors`` as it arrives."""
+        ...
+
+
+@runtime_checkable
+class BatchCapable(Protocol):
+    """A provider that may offer an asynchronous batch API (the remote ones)."""
+
+    def batch_embedder(self, remote: RemoteSettings) -> Batcher | None:
+        """Its batch embedder, or None when its API has no batch endpoint."""
+        ...
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:

@@ -1,14 +1,11 @@
-"""Providers' asynchronous batch APIs for large embedding backfills (off by default:
-``remote.batchApi``).
+"""The machinery shared by providers' asynchronous batch APIs for large embedding backfills
+(off by default: ``remote.batchApi``).
 
 Cheaper than the synchronous endpoints (OpenAI and Gemini: half the price; Voyage: a third
-off), answered within hours. ``batch_embedder_for`` picks the embedder for the provider:
-
-* OpenAI (here): JSONL upload to ``/files``, ``/batches`` job, output and error files;
-* Voyage (``batch_voyage.py``): the same Files/Batches shape, model and ``input_type`` set once
-  per job in ``request_params``;
-* Gemini (``batch_gemini.py``): ``models/{model}:asyncBatchEmbedContent`` with inline requests,
-  a long-running operation polled at ``batches/{id}``, results inline in the operation.
+off), answered within hours. Each remote provider says whether it has such an API
+(``RemoteProvider.batch_embedder``); ``batch_embedder_for`` asks it. One module per API:
+``batch_openai.py`` (Files + Batches, whose shape ``batch_voyage.py`` reuses) and
+``batch_gemini.py`` (inline requests, a long-running operation).
 
 All share this module's flow (``BatchEmbedder``): the texts are cut into chunks of
 ``remote.batchSize`` (one request each for OpenAI and Voyage, one request a text for Gemini),
@@ -25,54 +22,28 @@ can put them in the embedding cache at once: a crash later loses nothing already
 a caller may journal it and ``resume`` it after a restart instead of paying twice. The custom
 ids carry a hash of their texts: ``resume`` with other texts never mixes vectors up.
 
-OpenAI's Batch API, per job:
-
-1. write one JSONL line per request of ``remote.batchSize`` inputs:
-   ``{"custom_id": "mls-<start>-<count>-<hash>", "method": "POST", "url": "/v1/embeddings",
-   "body": {"model": ..., "input": [...], "dimensions"?: n}}``;
-2. upload it: ``POST {baseUrl}/files`` (multipart, ``purpose=batch``) -> ``{"id": "file-..."}``;
-3. create the batch: ``POST {baseUrl}/batches`` with ``{"input_file_id", "endpoint":
-   "/v1/embeddings", "completion_window": "24h"}``;
-4. poll ``GET {baseUrl}/batches/{id}`` through ``validating``, ``in_progress``, ``finalizing``
-   to ``completed`` (or ``failed``, ``expired``, ``cancelled``); on timeout
-   ``POST {baseUrl}/batches/{id}/cancel``;
-5. download ``GET {baseUrl}/files/{output_file_id}/content`` (and the ``error_file_id``) and
-   map each line back by ``custom_id``: ``{"custom_id", "response": {"status_code": 200,
-   "body": <an embeddings answer>}, "error": null}``.
-
-An input file holds at most 50,000 requests and 200 MB, and an ``/v1/embeddings`` batch at most
-50,000 inputs across its requests (OpenAI API reference, "Create batch").
+This module imports no provider and no per-API batch module: they import it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 
 from ..settings import RemoteSettings
-from .base import EmbeddingError
-from .openai import OpenAIProvider
+from .base import BatchCapable, Batcher, EmbeddingError, EmbeddingProvider, OnVectors
+from .remote import RemoteClient
 
 log = logging.getLogger(__name__)
 
-ENDPOINT = "/v1/embeddings"
-TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
-MAX_REQUESTS_PER_JOB = 50_000  # the API's limit per input file
-MAX_INPUTS_PER_JOB = 50_000  # an /v1/embeddings batch: inputs across all its requests
-MAX_JOB_BYTES = 190 * 1024 * 1024  # under the 200 MB file limit
-_POLLS_AFTER_CANCEL = 3
-
-OnVectors = Callable[[int, np.ndarray], None]
 Chunks = dict[str, tuple[int, int]]  # custom_id -> (start, count)
 
 
@@ -100,45 +71,64 @@ class BatchReport:
     failed_requests: list[str] = field(default_factory=list)  # custom ids re-sent sync
 
 
-def batch_embedder_for(provider: Any, remote: RemoteSettings) -> BatchEmbedder | None:
+class BatchTarget(Protocol):
+    """What a batch embedder uses of its provider: the public batch face of
+    ``remote_provider.RemoteProvider``."""
+
+    model: str
+    base_url: str
+    dimensions: int  # requested dimensions, 0: the model's own
+    dims: int  # known dimensions, 0 until the first answer
+    batch_size: int  # inputs per request
+    client: RemoteClient
+
+    def prepare(self, texts: Sequence[str]) -> list[str]:
+        """``texts`` as they are sent (no empty strings)."""
+        ...
+
+    def request_body(self, texts: list[str], query: bool) -> dict[str, Any]:
+        """The synchronous endpoint's JSON body for ``texts``."""
+        ...
+
+    def read_vectors(self, answer: Any, texts: Sequence[str]) -> np.ndarray:
+        """Validated vectors from a synchronous-endpoint answer for ``texts``."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+P = TypeVar("P", bound=BatchTarget)
+
+
+def batch_embedder_for(
+    provider: EmbeddingProvider | None, remote: RemoteSettings
+) -> Batcher | None:
     """The batch embedder for ``provider`` when ``remote.batchApi`` is on and its API has one
     (OpenAI, Gemini, Voyage; not the compatible servers, which have no batch API)."""
-    if not remote.batch_api:
+    if not remote.batch_api or not isinstance(provider, BatchCapable):
         return None
-    if type(provider) is OpenAIProvider:
-        return OpenAIBatchEmbedder(provider, remote)
-    from .gemini import GeminiProvider
-    from .voyage import VoyageProvider
-
-    if type(provider) is GeminiProvider:
-        from .batch_gemini import GeminiBatchEmbedder
-
-        return GeminiBatchEmbedder(provider, remote)
-    if type(provider) is VoyageProvider:
-        from .batch_voyage import VoyageBatchEmbedder
-
-        return VoyageBatchEmbedder(provider, remote)
-    return None
+    return provider.batch_embedder(remote)
 
 
-class BatchEmbedder:
+class BatchEmbedder(Generic[P]):
     """The provider-independent flow: plan jobs, run them, deliver, fill the gaps.
 
-    Subclass hooks: ``_submit`` (create the job), ``_fetch`` (poll it), ``_cancel``,
-    ``_status`` (its state from a poll answer) and ``_harvest`` (deliver its results).
+    Subclasses set the API's limits and states and define the hooks: ``_submit`` (create the
+    job), ``_fetch`` (poll it), ``_cancel``, ``_status`` (its state from a poll answer) and
+    ``_harvest`` (deliver its results).
     """
 
-    label = "batch"  # the provider's name in messages
-    terminal: frozenset[str] = TERMINAL
-    max_requests_cap = MAX_REQUESTS_PER_JOB
-    max_inputs_cap = MAX_INPUTS_PER_JOB
-    max_job_bytes = MAX_JOB_BYTES
-    requests_per_text = False  # True: every text is its own request (Gemini)
-    polls_after_cancel = _POLLS_AFTER_CANCEL
+    label: ClassVar[str]  # the provider's name in messages
+    terminal: ClassVar[frozenset[str]]  # the job states after which polling stops
+    max_requests_cap: ClassVar[int]  # requests per job
+    max_inputs_cap: ClassVar[int]  # texts per job, across its requests
+    max_job_bytes: ClassVar[int]  # size of a job's input (file or request body)
+    requests_per_text: ClassVar[bool] = False  # True: every text is its own request (Gemini)
+    polls_after_cancel: ClassVar[int] = 3  # polls to collect what finished before a cancel
 
     def __init__(
         self,
-        provider: Any,
+        provider: P,
         remote: RemoteSettings | None = None,
         *,
         max_requests_per_job: int | None = None,
@@ -171,15 +161,15 @@ class BatchEmbedder:
         on_submitted: Callable[[BatchJob], None] | None = None,
     ) -> np.ndarray:
         """Vectors for ``texts`` in order, through batch jobs, the gaps filled synchronously."""
-        texts = self.provider._prepare(texts)
-        result = _Result(self.label, len(texts), on_vectors, self._lock)
-        if not texts:
+        prepared = self.provider.prepare(texts)
+        result = BatchResult(self.label, len(prepared), on_vectors, self._lock)
+        if not prepared:
             return np.zeros((0, self.provider.dims), dtype=np.float32)
         size = self.provider.batch_size
-        chunks = [(s, min(size, len(texts) - s)) for s in range(0, len(texts), size)]
-        jobs = self._plan(chunks, texts)
+        chunks = [(s, min(size, len(prepared) - s)) for s in range(0, len(prepared), size)]
+        jobs = self._plan(chunks, prepared)
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = [pool.submit(self._run, job, texts, result, on_submitted) for job in jobs]
+            futures = [pool.submit(self._run, job, prepared, result, on_submitted) for job in jobs]
             for future in futures:
                 try:
                     future.result()
@@ -191,32 +181,33 @@ class BatchEmbedder:
                         self.label,
                         self._redact(str(exc)),
                     )
-        self._fill([c for job in jobs for c in job.items()], texts, result)
+        self._fill([c for job in jobs for c in job.items()], prepared, result)
         return result.matrix()
 
     def resume(
         self, job: BatchJob, texts: Sequence[str], on_vectors: OnVectors | None = None
     ) -> np.ndarray:
         """Collect a batch submitted before (e.g. before a crash) for the same ``texts``."""
-        texts = self.provider._prepare(texts)
-        result = _Result(self.label, len(texts), on_vectors, self._lock)
+        prepared = self.provider.prepare(texts)
+        result = BatchResult(self.label, len(prepared), on_vectors, self._lock)
         for cid, (start, count) in job.chunks.items():
-            if start + count > len(texts) or custom_id(start, texts[start : start + count]) != cid:
+            end = start + count
+            if end > len(prepared) or custom_id(start, prepared[start:end]) != cid:
                 raise EmbeddingError(f"{self.label}: batch to resume was made for other texts")
         with self._lock:
             self.report.jobs.append(job.batch_id)
         try:
-            self._collect(job, texts, result)
+            self._collect(job, prepared, result)
         except EmbeddingError as exc:
             if result.failed_callback:
                 raise
             log.warning("%s: cannot collect batch %s: %s", self.label, job.batch_id, exc)
         size = self.provider.batch_size
         spans: list[tuple[str, tuple[int, int]]] = []
-        for start in range(0, len(texts), size):  # texts the job did not cover as well
-            count = min(size, len(texts) - start)
-            spans.append((custom_id(start, texts[start : start + count]), (start, count)))
-        self._fill(spans, texts, result)
+        for start in range(0, len(prepared), size):  # texts the job did not cover as well
+            count = min(size, len(prepared) - start)
+            spans.append((custom_id(start, prepared[start : start + count]), (start, count)))
+        self._fill(spans, prepared, result)
         return result.matrix()
 
     # -- the flow -----------------------------------------------------------------------------
@@ -252,7 +243,7 @@ class BatchEmbedder:
         self,
         chunks: Chunks,
         texts: list[str],
-        result: _Result,
+        result: BatchResult,
         on_submitted: Callable[[BatchJob], None] | None,
     ) -> None:
         job = self._submit(chunks, texts)
@@ -263,7 +254,7 @@ class BatchEmbedder:
             on_submitted(job)
         self._collect(job, texts, result)
 
-    def _collect(self, job: BatchJob, texts: list[str], result: _Result) -> None:
+    def _collect(self, job: BatchJob, texts: list[str], result: BatchResult) -> None:
         """Wait for the batch to end (or cancel it on timeout), then deliver what it made."""
         deadline = self._clock() + self.timeout_s
         answer = self._fetch(job)
@@ -296,7 +287,9 @@ class BatchEmbedder:
             _texts(job.chunks),
         )
 
-    def _fill(self, spans: list[tuple[str, tuple[int, int]]], texts: list[str], result: _Result):
+    def _fill(
+        self, spans: list[tuple[str, tuple[int, int]]], texts: list[str], result: BatchResult
+    ) -> None:
         """Embed what the batches did not answer through the synchronous endpoint."""
         for cid, (start, count) in sorted(spans, key=lambda kv: kv[1][0]):
             runs = result.missing(start, count)
@@ -311,7 +304,7 @@ class BatchEmbedder:
                 self.report.failed_requests.append(cid)
 
     def _redact(self, text: str) -> str:
-        return self.provider._client.redact(text)
+        return self.provider.client.redact(text)
 
     # -- hooks --------------------------------------------------------------------------------
 
@@ -324,11 +317,11 @@ class BatchEmbedder:
     def _cancel(self, job: BatchJob) -> Any:  # pragma: no cover
         raise NotImplementedError
 
-    def _status(self, answer: Any) -> str:
-        return str(answer.get("status", "")) if isinstance(answer, dict) else ""
+    def _status(self, answer: Any) -> str:  # pragma: no cover
+        raise NotImplementedError
 
     def _harvest(
-        self, job: BatchJob, answer: Any, texts: list[str], result: _Result
+        self, job: BatchJob, answer: Any, texts: list[str], result: BatchResult
     ) -> int:  # pragma: no cover
         raise NotImplementedError
 
@@ -339,136 +332,7 @@ class BatchEmbedder:
         return value
 
 
-class FileBatchEmbedder(BatchEmbedder):
-    """The Files + Batches shape OpenAI introduced and Voyage follows: upload a JSONL file,
-    create a batch on it, poll, download the output (and error) file, map by ``custom_id``.
-
-    Subclass hooks: ``_line(cid, texts)`` (one input line) and ``_create_body(file_id)``.
-    """
-
-    upload_name = "memory-ls-embeddings.jsonl"
-
-    def _line(self, cid: str, texts: list[str]) -> dict[str, Any]:  # pragma: no cover
-        raise NotImplementedError
-
-    def _create_body(self, file_id: str) -> dict[str, Any]:  # pragma: no cover
-        raise NotImplementedError
-
-    def _submit(self, chunks: Chunks, texts: list[str]) -> BatchJob:
-        p = self.provider
-        lines = [
-            json.dumps(self._line(cid, texts[start : start + count]), ensure_ascii=False)
-            for cid, (start, count) in chunks.items()
-        ]
-        payload = ("\n".join(lines) + "\n").encode("utf-8")
-        uploaded = p._client.request(
-            "POST",
-            f"{p.base_url}/files",
-            files={"file": (self.upload_name, payload, "application/jsonl")},
-            data={"purpose": "batch"},
-        )
-        file_id = self._field(uploaded, "id", "file upload")
-        created = p._client.request(
-            "POST", f"{p.base_url}/batches", json_body=self._create_body(file_id)
-        )
-        return BatchJob(self._field(created, "id", "batch creation"), file_id, dict(chunks))
-
-    def _fetch(self, job: BatchJob) -> Any:
-        p = self.provider
-        return p._client.request("GET", f"{p.base_url}/batches/{job.batch_id}")
-
-    def _cancel(self, job: BatchJob) -> Any:
-        p = self.provider
-        return p._client.request("POST", f"{p.base_url}/batches/{job.batch_id}/cancel")
-
-    def _harvest(self, job: BatchJob, answer: Any, texts: list[str], result: _Result) -> int:
-        p = self.provider
-        delivered = 0
-        output = answer.get("output_file_id") if isinstance(answer, dict) else None
-        if output:
-            content = p._client.request(
-                "GET", f"{p.base_url}/files/{output}/content", expect="bytes"
-            )
-            delivered = self._deliver(job, content, texts, result)
-        errors = answer.get("error_file_id") if isinstance(answer, dict) else None
-        if errors:
-            self._log_errors(job, errors)
-        return delivered
-
-    def _deliver(self, job: BatchJob, content: bytes, texts: list[str], result: _Result) -> int:
-        delivered: set[str] = set()
-        count_texts = 0
-        for raw in content.splitlines():
-            if not raw.strip():
-                continue
-            try:
-                line = json.loads(raw)
-            except ValueError:
-                log.warning(
-                    "%s: batch %s: unreadable output line skipped", self.label, job.batch_id
-                )
-                continue
-            cid = line.get("custom_id") if isinstance(line, dict) else None
-            span = job.chunks.get(cid) if isinstance(cid, str) else None
-            if span is None or cid in delivered:
-                continue
-            response = line.get("response") or {}
-            if line.get("error") or not isinstance(response, dict):
-                continue
-            if response.get("status_code") != 200:
-                continue
-            start, count = span
-            try:
-                vectors = self.provider._vectors(response.get("body"), texts[start : start + count])
-            except EmbeddingError as exc:
-                log.warning(
-                    "%s: batch %s: %s (re-sent synchronously)",
-                    self.label,
-                    job.batch_id,
-                    self._redact(str(exc)),
-                )
-                continue
-            if result.put(start, vectors):
-                delivered.add(cid)
-                count_texts += count
-        return count_texts
-
-    def _log_errors(self, job: BatchJob, file_id: str) -> None:
-        p = self.provider
-        try:
-            content = p._client.request(
-                "GET", f"{p.base_url}/files/{file_id}/content", expect="bytes"
-            )
-        except EmbeddingError as exc:
-            log.warning(
-                "%s: batch %s: cannot read its error file: %s", self.label, job.batch_id, exc
-            )
-            return
-        lines = [ln for ln in content.splitlines() if ln.strip()]
-        first = ""
-        with contextlib.suppress(ValueError, IndexError):
-            first = _error_message(json.loads(lines[0]))
-        log.warning(
-            "%s: batch %s: %d failed requests (first: %s)",
-            self.label,
-            job.batch_id,
-            len(lines),
-            self._redact(first)[:200] or "no detail",
-        )
-
-
-class OpenAIBatchEmbedder(FileBatchEmbedder):
-    label = "openai"
-
-    def _line(self, cid: str, texts: list[str]) -> dict[str, Any]:
-        body = self.provider._body(texts, False)
-        return {"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": body}
-
-    def _create_body(self, file_id: str) -> dict[str, Any]:
-        return {"input_file_id": file_id, "endpoint": ENDPOINT, "completion_window": "24h"}
-
-
-class _Result:
+class BatchResult:
     """The output matrix, filled run by run; each run goes to the callback first."""
 
     def __init__(
@@ -503,19 +367,8 @@ class _Result:
     def missing(self, start: int, count: int) -> list[tuple[int, int]]:
         """The runs of texts in ``[start, start + count)`` that have no vectors yet."""
         with self._lock:
-            gaps = ~self.done[start : start + count]
-        runs: list[tuple[int, int]] = []
-        i = 0
-        while i < len(gaps):
-            if gaps[i]:
-                j = i
-                while j < len(gaps) and gaps[j]:
-                    j += 1
-                runs.append((start + i, j - i))
-                i = j
-            else:
-                i += 1
-        return runs
+            gaps = list(~self.done[start : start + count])
+        return [(start + i, n) for i, n in runs(gaps)]
 
     def matrix(self) -> np.ndarray:
         parts = [self.pieces[s] for s in sorted(self.pieces)]
@@ -531,22 +384,15 @@ def _texts(chunks: Chunks) -> int:
     return sum(count for _, count in chunks.values())
 
 
-def _error_message(line: Any) -> str:
-    """The error text of an error-file line (OpenAI's and Voyage's shapes)."""
-    if not isinstance(line, dict):
-        return ""
-    error = line.get("error")
-    if isinstance(error, dict) and error.get("message"):
-        return str(error.get("message"))
-    response = line.get("response")
-    if isinstance(response, dict):
-        body = response.get("body")
-        if isinstance(body, dict):
-            inner = body.get("error", body.get("detail"))
-            if isinstance(inner, dict):
-                inner = inner.get("message")
-            if inner:
-                return str(inner)
-        if response.get("message"):
-            return str(response.get("message"))
-    return ""
+def runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
+    """``(offset, length)`` of each run of true values in ``flags``."""
+    found: list[tuple[int, int]] = []
+    i = 0
+    while i < len(flags):
+        j = i
+        while j < len(flags) and flags[j]:
+            j += 1
+        if j > i:
+            found.append((i, j - i))
+        i = j + 1
+    return found

@@ -41,12 +41,12 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .base import EmbeddingError
-from .batch import BatchEmbedder, BatchJob, Chunks, _Result
+from .batch import BatchEmbedder, BatchJob, BatchResult, BatchTarget, Chunks, runs
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,15 @@ _TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED")
 _BATCH_NAME = re.compile(r"^batches/[A-Za-z0-9_.\-]+$")
 
 
-class GeminiBatchEmbedder(BatchEmbedder):
+class GeminiTarget(BatchTarget, Protocol):
+    """``gemini.GeminiProvider`` as its batch embedder sees it."""
+
+    def content_request(self, text: str, task: str) -> dict[str, Any]:
+        """One ``EmbedContentRequest`` for ``text`` with ``taskType`` ``task``."""
+        ...
+
+
+class GeminiBatchEmbedder(BatchEmbedder[GeminiTarget]):
     label = "gemini"
     terminal = frozenset(p + s for p in _STATE_PREFIXES for s in _TERMINAL)
     max_requests_cap = MAX_REQUESTS_PER_JOB
@@ -68,7 +76,7 @@ class GeminiBatchEmbedder(BatchEmbedder):
     # -- hooks ----------------------------------------------------------------------------------
 
     def _piece_bytes(self, texts: Sequence[str]) -> int:
-        request = self.provider._request("", "RETRIEVAL_DOCUMENT")
+        request = self.provider.content_request("", "RETRIEVAL_DOCUMENT")
         overhead = len(json.dumps({"request": request, "metadata": {"key": "k" * 64}})) + 4
         # JSON escaping can grow a text (quotes, backslashes, control characters)
         return sum(len(json.dumps(t, ensure_ascii=False).encode("utf-8")) for t in texts) + (
@@ -79,7 +87,7 @@ class GeminiBatchEmbedder(BatchEmbedder):
         p = self.provider
         requests = [
             {
-                "request": p._request(texts[start + i], "RETRIEVAL_DOCUMENT"),
+                "request": p.content_request(texts[start + i], "RETRIEVAL_DOCUMENT"),
                 "metadata": {"key": f"{cid}:{i}"},
             }
             for cid, (start, count) in chunks.items()
@@ -93,7 +101,7 @@ class GeminiBatchEmbedder(BatchEmbedder):
                 "inputConfig": {"requests": {"requests": requests}},
             }
         }
-        created = p._client.request(
+        created = p.client.request(
             "POST", f"{p.base_url}/models/{p.model}:asyncBatchEmbedContent", json_body=body
         )
         name = self._field(created, "name", "batch creation")
@@ -107,11 +115,11 @@ class GeminiBatchEmbedder(BatchEmbedder):
 
     def _fetch(self, job: BatchJob) -> Any:
         p = self.provider
-        return p._client.request("GET", f"{p.base_url}/{_checked(job.batch_id)}")
+        return p.client.request("GET", f"{p.base_url}/{_checked(job.batch_id)}")
 
     def _cancel(self, job: BatchJob) -> Any:
         p = self.provider
-        p._client.request("POST", f"{p.base_url}/{_checked(job.batch_id)}:cancel", json_body={})
+        p.client.request("POST", f"{p.base_url}/{_checked(job.batch_id)}:cancel", json_body={})
         return None  # an empty answer: the next poll tells the state
 
     def _status(self, answer: Any) -> str:
@@ -121,7 +129,7 @@ class GeminiBatchEmbedder(BatchEmbedder):
             return "BATCH_STATE_FAILED" if answer.get("error") else "BATCH_STATE_SUCCEEDED"
         return state
 
-    def _harvest(self, job: BatchJob, answer: Any, texts: list[str], result: _Result) -> int:
+    def _harvest(self, job: BatchJob, answer: Any, texts: list[str], result: BatchResult) -> int:
         if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
             message = str(answer["error"].get("message", ""))[:200]
             log.warning("gemini: batch %s failed: %s", job.batch_id, self._redact(message))
@@ -154,22 +162,14 @@ class GeminiBatchEmbedder(BatchEmbedder):
         delivered = 0
         for cid, (start, count) in job.chunks.items():
             values = [keyed.get(f"{cid}:{i}") for i in range(count)]
-            i = 0
-            while i < count:
-                if values[i] is None:
-                    i += 1
-                    continue
-                j = i
-                while j < count and values[j] is not None:
-                    j += 1
-                delivered += self._deliver_run(job, start + i, values[i:j], texts, result)
-                i = j
+            for i, n in runs([v is not None for v in values]):
+                delivered += self._deliver_run(job, start + i, values[i : i + n], texts, result)
         return delivered
 
     # -- helpers --------------------------------------------------------------------------------
 
     def _deliver_run(
-        self, job: BatchJob, start: int, values: list[Any], texts: list[str], result: _Result
+        self, job: BatchJob, start: int, values: list[Any], texts: list[str], result: BatchResult
     ) -> int:
         """Validate and deliver the vectors of texts ``start``...; an invalid vector only
         costs its own text (re-sent synchronously)."""
@@ -187,7 +187,7 @@ class GeminiBatchEmbedder(BatchEmbedder):
 
     def _validated(self, values: list[Any], texts: list[str]) -> np.ndarray:
         answer = {"embeddings": [{"values": v} for v in values]}
-        return self.provider._vectors(answer, texts)
+        return self.provider.read_vectors(answer, texts)
 
 
 def _checked(name: str) -> str:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .batch import ENDPOINT, FileBatchEmbedder
+from .batch_openai import ENDPOINT, FileBatchEmbedder
 
 COMPLETION_WINDOW = "12h"
 MAX_INPUTS_PER_JOB = 100_000

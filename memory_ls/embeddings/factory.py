@@ -19,7 +19,6 @@ import copy
 import logging
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from ..settings import RemoteSettings, Settings
 from .base import EmbeddingError, EmbeddingProvider, ProviderUnavailable
@@ -191,7 +190,6 @@ def create_fallback(
 __all__ = [
     "AUTO_REMOTE_ORDER",
     "ENV_KEYS",
-    "Path",
     "REMOTE_PROVIDERS",
     "api_key_for",
     "create_fallback",

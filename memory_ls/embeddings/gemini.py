@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import EmbeddingError
-from .remote import RemoteProvider
+from ..settings import RemoteSettings
+from .base import Batcher, EmbeddingError
+from .batch_gemini import GeminiBatchEmbedder
+from .remote_provider import RemoteProvider
 
 
 class GeminiProvider(RemoteProvider):
@@ -35,6 +37,9 @@ class GeminiProvider(RemoteProvider):
     def _auth_headers(self, api_key: str) -> dict[str, str]:
         return {"x-goog-api-key": api_key}
 
+    def batch_embedder(self, remote: RemoteSettings) -> Batcher | None:
+        return GeminiBatchEmbedder(self, remote)
+
     def _format_version(self) -> str:
         return "retrieval-task-types-1"
 
@@ -42,7 +47,7 @@ class GeminiProvider(RemoteProvider):
         verb = "embedContent" if query else "batchEmbedContents"
         return f"{self.base_url}/models/{self.model}:{verb}"
 
-    def _request(self, text: str, task: str) -> dict[str, Any]:
+    def content_request(self, text: str, task: str) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": f"models/{self.model}",
             "content": {"parts": [{"text": text}]},
@@ -52,10 +57,10 @@ class GeminiProvider(RemoteProvider):
             request["outputDimensionality"] = self.dimensions
         return request
 
-    def _body(self, texts: list[str], query: bool) -> dict[str, Any]:
+    def request_body(self, texts: list[str], query: bool) -> dict[str, Any]:
         if query:
-            return self._request(texts[0], "RETRIEVAL_QUERY")
-        return {"requests": [self._request(t, "RETRIEVAL_DOCUMENT") for t in texts]}
+            return self.content_request(texts[0], "RETRIEVAL_QUERY")
+        return {"requests": [self.content_request(t, "RETRIEVAL_DOCUMENT") for t in texts]}
 
     def _parse(self, answer: dict[str, Any], count: int) -> tuple[Any, int | None]:
         items = [answer["embedding"]] if "embedding" in answer else answer.get("embeddings")

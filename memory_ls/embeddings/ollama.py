@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .remote import RemoteProvider
+from .remote_provider import RemoteProvider
 
 
 class OllamaProvider(RemoteProvider):
@@ -29,7 +29,7 @@ class OllamaProvider(RemoteProvider):
     def _url(self, query: bool) -> str:
         return f"{self.base_url}/api/embed"
 
-    def _body(self, texts: list[str], query: bool) -> dict[str, Any]:
+    def request_body(self, texts: list[str], query: bool) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "input": texts, "truncate": True}
         if self.dimensions:
             body["dimensions"] = self.dimensions

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .remote import RemoteProvider, rows_by_index, usage_tokens
+from ..settings import RemoteSettings
+from .base import Batcher
+from .batch_openai import OpenAIBatchEmbedder
+from .remote_provider import RemoteProvider, rows_by_index, usage_tokens
 
 
 class OpenAIProvider(RemoteProvider):
@@ -29,10 +32,13 @@ class OpenAIProvider(RemoteProvider):
     max_batch = 2048  # at most 2048 inputs per request
     dimensions_field = "dimensions"
 
+    def batch_embedder(self, remote: RemoteSettings) -> Batcher | None:
+        return OpenAIBatchEmbedder(self, remote)
+
     def _url(self, query: bool) -> str:
         return f"{self.base_url}/embeddings"
 
-    def _body(self, texts: list[str], query: bool) -> dict[str, Any]:
+    def request_body(self, texts: list[str], query: bool) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "input": texts}
         if self.dimensions:
             body[self.dimensions_field] = self.dimensions
@@ -51,6 +57,9 @@ class MistralProvider(OpenAIProvider):
     max_batch = 512
     dimensions_field = "output_dimension"  # only some models (codestral-embed) accept it
 
+    def batch_embedder(self, remote: RemoteSettings) -> Batcher | None:
+        return None  # Mistral's batch API is not OpenAI's: not supported
+
 
 class OpenAICompatibleProvider(OpenAIProvider):
     """Any server with an OpenAI-style ``/embeddings``: the base URL and model are required,
@@ -64,6 +73,9 @@ class OpenAICompatibleProvider(OpenAIProvider):
     bytes_per_token = 4
     max_batch = 512
     needs_key = False
+
+    def batch_embedder(self, remote: RemoteSettings) -> Batcher | None:
+        return None  # compatible servers have no batch API
 
 
 class OllamaOpenAIProvider(OpenAICompatibleProvider):

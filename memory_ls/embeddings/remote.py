@@ -1,8 +1,7 @@
-"""Shared plumbing for the hosted embedding APIs: HTTP client, retries, errors, validation.
+"""The HTTP client of the hosted embedding APIs: retries, timeouts, errors, redaction.
 
-Every remote provider (OpenAI and its compatibles, Ollama, Gemini, Voyage, Mistral) is a
-``RemoteProvider`` subclass that only knows its wire format: the URL, the request body and how
-to read vectors out of the answer. This module owns the rest:
+Each remote provider (``remote_provider.RemoteProvider``) owns one ``RemoteClient``; this
+module owns:
 
 * one ``httpx.Client`` per provider (thread-safe: the engine calls from worker threads);
 * timeouts: a query has one overall budget (``remote.queryTimeoutMs``, default 2 s) that
@@ -13,32 +12,28 @@ to read vectors out of the answer. This module owns the rest:
   honouring ``Retry-After`` (seconds or HTTP date) and ``retry-after-ms``; no retry on other
   4xx (400, 401, 403, 404 ...);
 * errors that name the provider and the HTTP status and never contain a secret: every message
-  goes through ``redact`` with the API key and any secret-looking header values;
-* response validation: vector count, order by ``index``, consistent dimensions, finite numbers.
+  goes through ``redact`` with the API key and any secret-looking header values.
 """
 
 from __future__ import annotations
 
 import email.utils
-import hashlib
-import json
 import logging
 import random
 import re
 import ssl
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-import numpy as np
 
 from ..redact import redact as redact_patterns
 from ..settings import RemoteSettings
-from .base import EmbeddingError, ProviderUnavailable, check_vectors
+from .base import EmbeddingError
 
 log = logging.getLogger(__name__)
 
@@ -128,16 +123,6 @@ def backoff_delay(
     return min(max_s, max(min_s, jitter))
 
 
-def fingerprint(**parts: Any) -> str:
-    """A short stable hash of what changes the vectors (never pass a secret here)."""
-    blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def normalize_base_url(url: str) -> str:
-    return url.strip().rstrip("/")
-
-
 @dataclass
 class ProviderStats:
     """Counters for ``status`` and cost control: requests, retries, failures, texts, tokens.
@@ -182,7 +167,6 @@ class RemoteClient:
         headers: Mapping[str, str] | None = None,
         secrets: Iterable[str] = (),
         stats: ProviderStats | None = None,
-        rng: random.Random | None = None,
     ) -> None:
         self.provider = provider
         self.retries = max(0, int(remote.retries))
@@ -197,7 +181,6 @@ class RemoteClient:
         self._secrets += [v for k, v in merged.items() if _SECRET_HEADER.search(k) and v]
         self._secrets += [v.split(None, 1)[1] for v in list(self._secrets) if " " in v.strip()]
         self.stats = stats or ProviderStats()
-        self._rng = rng or random.Random()
         self._client = httpx.Client(headers=merged, follow_redirects=False, verify=_ssl_context())
 
     def redact(self, text: str) -> str:
@@ -216,14 +199,13 @@ class RemoteClient:
         data: Any = None,
         query: bool = False,
         expect: str = "json",
-        timeout_s: float | None = None,
     ) -> Any:
         """Send with retries; return the decoded JSON (``expect="json"``) or the raw bytes.
 
         ``query=True`` means one overall budget of ``queryTimeoutMs`` for all attempts.
         Raises ``RemoteError`` (an ``EmbeddingError``) on failure.
         """
-        per_attempt = timeout_s or (self.query_timeout_s if query else self.batch_timeout_s)
+        per_attempt = self.query_timeout_s if query else self.batch_timeout_s
         deadline = time.monotonic() + per_attempt if query else None
         attempts = self.retries + 1
         where = _display_url(url)
@@ -272,7 +254,7 @@ class RemoteClient:
             wait = (
                 wait_hint
                 if wait_hint is not None
-                else backoff_delay(attempt, self.backoff_min_s, self.backoff_max_s, self._rng)
+                else backoff_delay(attempt, self.backoff_min_s, self.backoff_max_s)
             )
             if deadline is not None and time.monotonic() + wait + _MIN_ATTEMPT_S > deadline:
                 break  # no time left for another try within the query budget
@@ -390,188 +372,3 @@ def _error_detail(response: httpx.Response) -> str:
             text = ""  # an HTML error page says nothing useful
     text = " ".join(text.split())
     return text[:300] + ("..." if len(text) > 300 else "")
-
-
-def to_matrix(provider: str, rows: Any, count: int, dims: int = 0) -> np.ndarray:
-    """Vectors from a decoded answer as validated, unit-length float32 rows."""
-    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
-        raise EmbeddingError(f"{provider}: answer holds no list of vectors")
-    if len(rows) != count:
-        raise EmbeddingError(f"{provider}: expected {count} vectors, got {len(rows)}")
-    lengths = {len(r) for r in rows}
-    if len(lengths) > 1:
-        raise EmbeddingError(
-            f"{provider}: vectors of different dimensions in one answer: {sorted(lengths)}"
-        )
-    if lengths == {0}:
-        raise EmbeddingError(f"{provider}: answer holds empty vectors")
-    try:
-        matrix = np.asarray(rows, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise EmbeddingError(f"{provider}: answer holds values that are not numbers") from None
-    return check_vectors(provider, matrix, count, dims)
-
-
-def rows_by_index(provider: str, items: Any, count: int, key: str = "embedding") -> list[Any]:
-    """The ``key`` of each item of an OpenAI-style ``data`` list, in ``index`` order."""
-    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        raise EmbeddingError(f"{provider}: answer has no 'data' list")
-    if len(items) != count:
-        raise EmbeddingError(f"{provider}: expected {count} vectors, got {len(items)}")
-    indexes = [i.get("index") for i in items]
-    if all(isinstance(i, int) and not isinstance(i, bool) for i in indexes):
-        if sorted(indexes) != list(range(count)):
-            raise EmbeddingError(f"{provider}: answer indexes are not 0..{count - 1}")
-        items = sorted(items, key=lambda i: i["index"])
-    elif any(i is not None for i in indexes):
-        raise EmbeddingError(f"{provider}: answer has malformed 'index' fields")
-    return [i.get(key) for i in items]
-
-
-class RemoteProvider:
-    """Base of the HTTP providers; subclasses define the wire format.
-
-    Subclass hooks: ``_url(query)``, ``_body(texts, query)``, ``_parse(answer, count)`` which
-    returns ``(rows, tokens or None)``, and ``_auth_headers(api_key)``.
-    """
-
-    id = "remote"
-    default_base_url = ""
-    default_model = ""
-    default_max_input_tokens = 512
-    bytes_per_token = 4  # max_input_bytes = tokens * this (see each provider)
-    max_batch = 2048  # the API's own limit on inputs per request
-    needs_key = True
-    needs_model = False
-
-    def __init__(
-        self,
-        remote: RemoteSettings | None = None,
-        *,
-        model: str = "",
-        api_key: str = "",
-        rng: random.Random | None = None,
-    ) -> None:
-        remote = remote or RemoteSettings()
-        if self.needs_key and not api_key:
-            raise ProviderUnavailable(f"{self.id}: no API key (set its environment variable)")
-        self.model = self._normalize_model(model.strip() or self.default_model)
-        if not self.model:
-            raise ProviderUnavailable(f"{self.id}: no model configured: set `model`")
-        self.base_url = normalize_base_url(remote.base_url or self.default_base_url)
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ProviderUnavailable(
-                f"{self.id}: remote.baseUrl must be an http(s) URL"
-                + ("" if self.base_url else " (none set)")
-            )
-        self.dimensions = max(0, int(remote.dimensions))
-        self.dims = self.dimensions
-        self.max_input_tokens = int(remote.max_input_tokens) or self.default_max_input_tokens
-        self.max_input_bytes = self.max_input_tokens * self.bytes_per_token
-        self.batch_size = max(1, min(int(remote.batch_size), self.max_batch))
-        self.provider_key = fingerprint(
-            provider=self.id,
-            base_url=self.base_url,
-            model=self.model,
-            dimensions=self.dimensions,
-            format=self._format_version(),
-        )
-        self.stats = ProviderStats()
-        self._dims_lock = threading.Lock()
-        self._client = RemoteClient(
-            self.id,
-            remote,
-            headers=self._auth_headers(api_key) if api_key else {},
-            secrets=[api_key],
-            stats=self.stats,
-            rng=rng,
-        )
-
-    def __repr__(self) -> str:  # never show the key
-        return (
-            f"{type(self).__name__}(id={self.id!r}, model={self.model!r}, "
-            f"base_url={self.base_url!r}, dims={self.dims})"
-        )
-
-    # -- the EmbeddingProvider protocol ---------------------------------------------------
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([text], query=True)[0]
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dims), dtype=np.float32)
-        parts = [
-            self._embed(texts[i : i + self.batch_size], query=False)
-            for i in range(0, len(texts), self.batch_size)
-        ]
-        return parts[0] if len(parts) == 1 else np.vstack(parts)
-
-    def close(self) -> None:
-        self._client.close()
-
-    # -- shared machinery ----------------------------------------------------------------
-
-    def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
-        texts = self._prepare(texts)
-        answer = self._client.post_json(self._url(query), self._body(texts, query), query=query)
-        return self._vectors(answer, texts)
-
-    @staticmethod
-    def _prepare(texts: Sequence[str]) -> list[str]:
-        # Most APIs refuse empty strings; an empty chunk embeds as a blank.
-        return [t if t and t.strip() else " " for t in texts]
-
-    def _vectors(self, answer: Any, texts: Sequence[str]) -> np.ndarray:
-        """Validated vectors from a decoded answer for ``texts``; counts usage."""
-        try:
-            if not isinstance(answer, dict):
-                raise EmbeddingError(f"{self.id}: answer is not a JSON object")
-            rows, tokens = self._parse(answer, len(texts))
-            vectors = to_matrix(self.id, rows, len(texts), self.dims)
-            with self._dims_lock:
-                if not self.dims:
-                    self.dims = int(vectors.shape[1])
-                elif vectors.shape[1] != self.dims:  # a concurrent first call saw other dims
-                    raise EmbeddingError(
-                        f"{self.id}: expected {self.dims} dimensions, got {vectors.shape[1]}"
-                    )
-        except EmbeddingError:
-            self.stats.add(failures=1)
-            raise
-        if tokens is None:
-            estimate = sum(len(t.encode("utf-8")) for t in texts) // 4 + len(texts)
-            self.stats.add(texts=len(texts), tokens=estimate, tokens_estimated=estimate)
-        else:
-            self.stats.add(texts=len(texts), tokens=int(tokens))
-        return vectors
-
-    def _format_version(self) -> str:
-        return "1"
-
-    def _normalize_model(self, model: str) -> str:
-        return model
-
-    def _auth_headers(self, api_key: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {api_key}"}
-
-    def _url(self, query: bool) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _body(self, texts: list[str], query: bool) -> dict[str, Any]:  # pragma: no cover
-        raise NotImplementedError
-
-    def _parse(self, answer: dict[str, Any], count: int) -> tuple[Any, int | None]:
-        raise NotImplementedError  # pragma: no cover
-
-
-def usage_tokens(answer: Mapping[str, Any], *names: str) -> int | None:
-    """The first integer among ``answer["usage"][name]`` for ``names``, if any."""
-    usage = answer.get("usage")
-    if isinstance(usage, dict):
-        for name in names:
-            value = usage.get(name)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-    return None

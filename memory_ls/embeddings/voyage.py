@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .remote import RemoteProvider, rows_by_index, usage_tokens
+from ..settings import RemoteSettings
+from .base import Batcher
+from .batch_voyage import VoyageBatchEmbedder
+from .remote_provider import RemoteProvider, rows_by_index, usage_tokens
 
 
 class VoyageProvider(RemoteProvider):
@@ -23,13 +26,16 @@ class VoyageProvider(RemoteProvider):
     bytes_per_token = 4
     max_batch = 1000
 
+    def batch_embedder(self, remote: RemoteSettings) -> Batcher | None:
+        return VoyageBatchEmbedder(self, remote)
+
     def _format_version(self) -> str:
         return "input-type-1"
 
     def _url(self, query: bool) -> str:
         return f"{self.base_url}/embeddings"
 
-    def _body(self, texts: list[str], query: bool) -> dict[str, Any]:
+    def request_body(self, texts: list[str], query: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "input": texts,
