@@ -460,7 +460,7 @@ class Store:
         if not self._vocab_ready:
             self.conn.executescript(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5("
-                "  w, tokenize = 'porter unicode61 remove_diacritics 2');"
+                f"  w, tokenize = '{schema.FTS_TOKENIZER}');"
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_token_list USING fts5vocab("
                 "  'temp', 'query_tokens', 'instance');"
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunk_terms USING fts5vocab("

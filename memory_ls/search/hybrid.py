@@ -9,7 +9,9 @@ import numpy as np
 from ..index.store import ChunkRow, Store
 from ..settings import QuerySettings
 from .citations import format_citation
+from .highlight import highlight_rows
 from .query import Filters, drop_common, match_expression, parse_filters, query_terms
+from .request import SearchRequest
 from .rerank import (
     Candidate,
     balance_sources,
@@ -19,7 +21,6 @@ from .rerank import (
     fuse_weighted,
     mmr,
 )
-from .request import SearchRequest
 from .results import SearchHit
 from .vector import SqliteVecIndex, VectorIndex
 
@@ -143,6 +144,7 @@ def run(
     if not qs.mmr.enabled:
         picked.sort(key=lambda cr: (-cr[0].score, cr[1].path, cr[1].start_line))
 
+    marks = highlight_rows(req.query, [r for _, r in picked], store)
     hits = [
         SearchHit(
             path=r.path,
@@ -155,7 +157,9 @@ def run(
             vector_score=c.vector if mode != "keyword" else None,
             text_score=c.text if mode != "vector" else None,
             chunk_id=c.chunk_id,
+            best_line=m.best_line,
+            matched_terms=m.matched_terms,
         )
-        for c, r in picked
+        for (c, r), m in zip(picked, marks, strict=True)
     ]
     return hits, mode

@@ -27,6 +27,8 @@ class SearchHit:
     vector_score: float | None = None
     text_score: float | None = None
     chunk_id: int = 0
+    best_line: int | None = None  # the line best matching the query; None: start_line
+    matched_terms: list[str] = field(default_factory=list)
 
     def to_json(self, root: Path) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -39,6 +41,8 @@ class SearchHit:
             "snippet": self.snippet,
             "source": self.source,
             "citation": self.citation,
+            "bestLine": self.start_line if self.best_line is None else self.best_line,
+            "matchedTerms": self.matched_terms,
         }
         if self.vector_score is not None:
             out["vectorScore"] = round(self.vector_score, 6)
