@@ -53,8 +53,8 @@ def _matching_lines(lines: Sequence[str], terms: Sequence[Term]) -> dict[int, se
                 "INSERT INTO lines(rowid, body) VALUES (?, ?)",
                 [(i, index_text(line)) for i, line in enumerate(lines)],
             )
+        sql = "SELECT rowid FROM lines WHERE lines MATCH ?"
         for t in terms:
-            sql = "SELECT rowid FROM lines WHERE lines MATCH ?"
             for (i,) in conn.execute(sql, (match_expression([t]),)):
                 found.setdefault(i, set()).add(t)
         return found
