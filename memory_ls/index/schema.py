@@ -48,7 +48,10 @@ def connect(path: Path | str, *, vec: bool = True) -> tuple[Connection, str | No
     return conn, reason
 
 
-DDL = """
+# How FTS5 splits and folds text; everything that must match the way the index does uses it.
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+DDL = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
   path TEXT PRIMARY KEY,
@@ -76,7 +79,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(id) WHERE embedding IS NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-  body, tokenize = 'porter unicode61 remove_diacritics 2'
+  body, tokenize = '{FTS_TOKENIZER}'
 );
 CREATE TABLE IF NOT EXISTS embedding_cache (
   provider TEXT NOT NULL,

@@ -6,6 +6,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .schema import FTS_TOKENIZER
+
 DF_CACHE_SECONDS = 10.0
 
 
@@ -26,7 +28,7 @@ class DocFrequencies:
         if not self._vocab_ready:
             self.conn.executescript(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5("
-                "  w, tokenize = 'porter unicode61 remove_diacritics 2');"
+                f"  w, tokenize = '{FTS_TOKENIZER}');"
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_token_list USING fts5vocab("
                 "  'temp', 'query_tokens', 'instance');"
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunk_terms USING fts5vocab("

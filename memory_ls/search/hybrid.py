@@ -12,6 +12,7 @@ from ..index.store import ChunkRow
 from ..settings import QuerySettings
 from .calibrate import Moments, background
 from .citations import format_citation
+from .highlight import highlight_rows
 from .query import Filters, drop_common, match_expression, parse_filters, query_terms
 from .request import SearchRequest
 from .rerank import (
@@ -167,6 +168,7 @@ def run(
     if not qs.mmr.enabled:
         picked.sort(key=lambda cr: (-cr[0].score, cr[1].path, cr[1].start_line))
 
+    marks = highlight_rows(req.query, [r for _, r in picked], store)
     hits = [
         SearchHit(
             path=r.path,
@@ -178,7 +180,9 @@ def run(
             citation=format_citation(r.path, r.start_line, r.end_line),
             vector_score=c.vector if mode != "keyword" else None,
             text_score=c.text if mode != "vector" else None,
+            best_line=m.best_line,
+            matched_terms=m.matched_terms,
         )
-        for c, r in picked
+        for (c, r), m in zip(picked, marks, strict=True)
     ]
     return Outcome(hits, mode, below, best_below if below else None)

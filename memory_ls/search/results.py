@@ -26,6 +26,8 @@ class SearchHit:
     citation: str
     vector_score: float | None = None
     text_score: float | None = None
+    best_line: int | None = None  # the line best matching the query; None: start_line
+    matched_terms: list[str] = field(default_factory=list)
 
     def to_json(self, root: Path) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -38,6 +40,8 @@ class SearchHit:
             "snippet": self.snippet,
             "source": self.source,
             "citation": self.citation,
+            "bestLine": self.start_line if self.best_line is None else self.best_line,
+            "matchedTerms": self.matched_terms,
         }
         if self.vector_score is not None:
             out["vectorScore"] = round(self.vector_score, 6)

@@ -51,6 +51,10 @@ IDLE_FLUSH_SECONDS = 120.0
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffd]")
 _TOOL_NAME = re.compile(r"[^\w.:/-]")
 _NO_REPLY = {"NO_REPLY", '{"action":"NO_REPLY"}'}
+# A rendered message starts with its role label, or with the tool label when it only called
+# tools; tool lines also follow a message's text, so only a role label marks a message start.
+ROLE_LABELS = {"user": "User: ", "assistant": "Assistant: "}
+TOOL_LABEL = "Tool: "
 
 
 @dataclass(frozen=True)
@@ -62,10 +66,10 @@ class Message:
 
     def render(self) -> list[str]:
         """The message's rendered lines (never empty for a parsed message)."""
-        label = "User" if self.role == "user" else "Assistant"
+        label = ROLE_LABELS[self.role]
         body = [ln for ln in self.text.split("\n") if ln.strip()] if self.text else []
-        lines = [f"{label}: {body[0]}", *body[1:]] if body else []
-        return lines + [f"Tool: {name}" for name in self.tools]
+        lines = [f"{label}{body[0]}", *body[1:]] if body else []
+        return lines + [f"{TOOL_LABEL}{name}" for name in self.tools]
 
 
 def _clean(text: str) -> str:

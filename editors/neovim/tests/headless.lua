@@ -82,8 +82,12 @@ local ok_all = xpcall(function()
     local line = "Background: memory/2026-01-10-api-design.md#L5-L9 and ./memory/people.md#L3."
     local c = util.citation_at(line, 20)
     local c2 = util.citation_at(line, #line - 5)
-    local hit = { path = "memory/a.md", source = "memory", startLine = 10, endLine = 14,
+    local hit = { uri = "file:///ws/memory/a.md", path = "memory/a.md", source = "memory", startLine = 10, endLine = 14, bestLine = 12,
       snippet = "# Title\nalpha\nbeta gamma\ngamma\n" }
+    local old_server = vim.deepcopy(hit) -- a server from before bestLine
+    old_server.bestLine = nil
+    local transcript = vim.tbl_extend("force", hit, { path = "s/a.jsonl", source = "sessions" })
+    local qf = util.to_qf_items({ results = { hit, old_server } }, "beta")
     local cases = {
       { c and c.citation, "memory/2026-01-10-api-design.md#L5-L9" },
       { c and c.start, 5 },
@@ -93,9 +97,15 @@ local ok_all = xpcall(function()
       { util.citation_at(line, 3), nil },
       { util.find_root(root .. "/memory/people.md"), root },
       { util.find_root(root), root },
-      { table.concat(util.query_terms("file:memory/ Token, -redis +bucket a 限"), " "), "token bucket 限" },
-      { util.best_line_offset(hit, "beta gamma"), 2 },
-      { util.best_line_offset(hit, "nothing"), 0 },
+      { util.best_line(hit), 12 },
+      { util.best_line(old_server), 10 },
+      { util.best_line(vim.tbl_extend("force", hit, { bestLine = 20 })), 10 },
+      { util.snippet_offset(hit), 2 },
+      { util.snippet_offset(transcript), 0 },
+      { qf[1].lnum, 12 },
+      { qf[1].text, "0.00 beta gamma" },
+      { qf[2].lnum, 10 },
+      { qf[2].text, "0.00 Title" },
       { util.headline(hit.snippet), "Title" },
       { util.citation_insertion("x.md#L1", "e"), " x.md#L1" },
       { util.citation_insertion("x.md#L1", "("), "x.md#L1" },
@@ -171,9 +181,11 @@ local ok_all = xpcall(function()
     local qf = vim.fn.getqflist({ title = 1, items = 1 })
     local first = qf.items[1]
     local name = vim.api.nvim_buf_get_name(first.bufnr)
+    local hit = first.user_data.memory_ls -- the server's bestLine and matchedTerms
     record("search fills the quickfix list",
-      name == root .. "/memory/2026-01-10-api-design.md" and first.lnum == 6 and qf.title:find("Memory: token bucket", 1, true) ~= nil,
-      string.format("%s:%d %q", name, first.lnum, qf.title))
+      name == root .. "/memory/2026-01-10-api-design.md" and first.lnum == 6 and hit.bestLine == 6
+        and table.concat(hit.matchedTerms, " ") == "token bucket" and qf.title:find("Memory: token bucket", 1, true) ~= nil,
+      string.format("%s:%d %q %s", name, first.lnum, qf.title, vim.inspect(hit.matchedTerms)))
     -- vim.ui.select (stubbed: first item) opened the hit at its line.
     wait(5000, function()
       return vim.api.nvim_buf_get_name(0):match("2026%-01%-10%-api%-design%.md$") ~= nil

@@ -432,7 +432,7 @@ class MemoryExtension {
           if (!latest.isLatest(id)) {
             return;
           }
-          const items = resultToItems(result, query);
+          const items = resultToItems(result);
           qp.items = items.map((hit) => ({
             label: hit.label,
             description: hit.description,

@@ -43,6 +43,11 @@ export interface SearchHit {
   snippet: string;
   source: string;
   citation: string;
+  /** The hit's line (1-based, startLine..endLine) best matching the query, as the server
+   * matched it (stop words, stemming, CJK); a transcript's JSONL line. Older servers omit it. */
+  bestLine?: number;
+  /** The query's terms found in the hit (a CJK word as its two-character grams). */
+  matchedTerms?: string[];
 }
 
 export interface SearchResult {

@@ -16,56 +16,19 @@ export interface HitItem {
   hit: SearchHit;
 }
 
-const FILTER_RE = /^(file|path|after|before|source):/i;
 const HEADING_RE = /^ {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$/;
-const CJK_RE = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]/;
 
-/** The words of a query worth looking for in a snippet: filters and excluded words dropped. */
-export function queryTerms(query: string): string[] {
-  const terms = new Set<string>();
-  for (const raw of query.split(/\s+/)) {
-    if (!raw || FILTER_RE.test(raw) || raw.startsWith('-')) {
-      continue;
-    }
-    const word = raw.replace(/^\+/, '').replace(/^["'(]+|["'),.;:!?]+$/g, '').toLowerCase();
-    if (word.length >= 2 || CJK_RE.test(word)) {
-      terms.add(word);
-    }
-  }
-  return [...terms];
+/** The hit's line best matching the query, as the server found it; startLine when the server
+ * is too old to say (or says something outside the hit). */
+export function bestLine(hit: Pick<SearchHit, 'startLine' | 'endLine' | 'bestLine'>): number {
+  const line = hit.bestLine;
+  return typeof line === 'number' && line >= hit.startLine && line <= hit.endLine ? line : hit.startLine;
 }
 
-/**
- * Offset (0-based, within the hit) of the snippet line matching most query terms; 0 when none
- * matches. Transcript hits cite JSONL lines that do not map one to one onto the snippet: 0.
- */
-export function bestLineOffset(hit: SearchHit, query: string): number {
-  if (hit.source === 'sessions' || hit.path.endsWith('.jsonl')) {
-    return 0;
-  }
-  const terms = queryTerms(query);
-  if (terms.length === 0) {
-    return 0;
-  }
-  const lines = hit.snippet.split('\n');
-  const span = Math.max(0, hit.endLine - hit.startLine);
-  let best = 0;
-  let bestCount = 0;
-  for (let i = 0; i < lines.length && i <= span; i++) {
-    const lower = lines[i].toLowerCase();
-    let count = 0;
-    for (const t of terms) {
-      if (lower.includes(t)) {
-        count++;
-      }
-    }
-    // A heading that merely repeats a word loses to a body line with as many matches.
-    if (count > bestCount || (count === bestCount && count > 0 && HEADING_RE.test(lines[best]) && !HEADING_RE.test(lines[i]))) {
-      best = i;
-      bestCount = count;
-    }
-  }
-  return best;
+/** Index of the best line in the snippet. A transcript's snippet is rendered messages, not its
+ * JSONL lines, so it shows from its start. */
+export function snippetOffset(hit: SearchHit): number {
+  return hit.source === 'sessions' || hit.path.endsWith('.jsonl') ? 0 : bestLine(hit) - hit.startLine;
 }
 
 /** The first heading of a snippet, else its first non-empty line, trimmed to `max` characters. */
@@ -111,7 +74,8 @@ export function formatScore(hit: Pick<SearchHit, 'score' | 'vectorScore' | 'text
  */
 export function compactSnippet(snippet: string, fromLine = 0, max = 240): string {
   const lines = snippet.split('\n');
-  const ordered = [...lines.slice(fromLine), ...(fromLine > 0 ? ['…'] : [])];
+  const from = fromLine < lines.length ? fromLine : 0; // past a snippet cut short: its start
+  const ordered = [...lines.slice(from), ...(from > 0 ? ['…'] : [])];
   const text = ordered
     .map((l) => l.replace(/^ {0,3}#{1,6}\s+/, '').trim())
     .filter((l) => l.length > 0)
@@ -120,23 +84,21 @@ export function compactSnippet(snippet: string, fromLine = 0, max = 240): string
   return clip(text, max);
 }
 
-export function hitToItem(hit: SearchHit, query: string): HitItem {
-  const offset = bestLineOffset(hit, query);
-  const line = hit.startLine + offset;
+export function hitToItem(hit: SearchHit): HitItem {
   return {
     label: headline(hit.snippet),
     description: `${pathLines(hit)}  ·  ${formatScore(hit)}`,
-    detail: compactSnippet(hit.snippet, offset),
+    detail: compactSnippet(hit.snippet, snippetOffset(hit)),
     citation: hit.citation,
     uri: hit.uri,
     range: hit.range,
-    cursorLine: Math.max(0, line - 1),
+    cursorLine: Math.max(0, bestLine(hit) - 1),
     hit,
   };
 }
 
-export function resultToItems(result: SearchResult, query: string): HitItem[] {
-  return (result.results ?? []).map((h) => hitToItem(h, query));
+export function resultToItems(result: SearchResult): HitItem[] {
+  return (result.results ?? []).map(hitToItem);
 }
 
 /** The QuickPick title line under the input: mode, provider and why search is degraded. */

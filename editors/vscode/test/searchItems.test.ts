@@ -3,7 +3,7 @@ import { test } from 'node:test';
 
 import type { SearchHit, SearchResult } from '../src/protocol';
 import {
-  bestLineOffset,
+  bestLine,
   citationInsertion,
   compactSnippet,
   formatScore,
@@ -11,9 +11,9 @@ import {
   hitToItem,
   Latest,
   pathLines,
-  queryTerms,
   resultToItems,
   searchSummary,
+  snippetOffset,
 } from '../src/searchItems';
 
 const API_DESIGN = [
@@ -43,24 +43,17 @@ function hit(over: Partial<SearchHit> = {}): SearchHit {
   };
 }
 
-test('queryTerms drops filters, excluded words and punctuation', () => {
-  assert.deepEqual(queryTerms('file:memory/2026- Token bucket, -redis +limits after:2026-01-01 a'), ['token', 'bucket', 'limits']);
-  assert.deepEqual(queryTerms('限流'), ['限流']);
-  assert.deepEqual(queryTerms('   '), []);
+test('bestLine is the line the server picked, else the first line of the hit', () => {
+  assert.equal(bestLine(hit({ bestLine: 6 })), 6);
+  assert.equal(bestLine(hit()), 1); // an older server without bestLine
+  assert.equal(bestLine(hit({ bestLine: 9 })), 1); // outside the hit: not trusted
+  assert.equal(bestLine(hit({ startLine: 4, endLine: 8, bestLine: 8 })), 8);
 });
 
-test('bestLineOffset points at the line matching most query words', () => {
-  assert.equal(bestLineOffset(hit(), 'token bucket'), 5);
-  assert.equal(bestLineOffset(hit(), 'bucket refills'), 6);
-  assert.equal(bestLineOffset(hit(), 'nothing here'), 0);
-  // a body line beats a heading with as many matches
-  assert.equal(bestLineOffset(hit(), 'rate'), 4);
-  assert.equal(bestLineOffset(hit({ snippet: '# Rate\nrate limits' }), 'rate'), 1);
-});
-
-test('bestLineOffset stays inside the hit and ignores transcripts', () => {
-  assert.equal(bestLineOffset(hit({ endLine: 3 }), 'token bucket'), 0);
-  assert.equal(bestLineOffset(hit({ source: 'sessions', path: 's/a.jsonl' }), 'token'), 0);
+test('snippetOffset follows bestLine in a note; a transcript snippet shows from its start', () => {
+  assert.equal(snippetOffset(hit({ bestLine: 6 })), 5);
+  assert.equal(snippetOffset(hit()), 0);
+  assert.equal(snippetOffset(hit({ source: 'sessions', path: 's/a.jsonl', bestLine: 5 })), 0);
 });
 
 test('headline takes the first heading, else the first line', () => {
@@ -83,10 +76,11 @@ test('compactSnippet starts at the best line and fits on one line', () => {
   assert.ok(!s.includes('\n'));
   assert.ok([...s].length <= 60);
   assert.equal(compactSnippet('# Title\n\nbody'), 'Title · body');
+  assert.equal(compactSnippet('# Title\nbody…', 5), 'Title · body…'); // best line cut off
 });
 
-test('hitToItem maps a result to a QuickPick item', () => {
-  const item = hitToItem(hit(), 'token bucket');
+test('hitToItem maps a result to a QuickPick item at the server\'s best line', () => {
+  const item = hitToItem(hit({ bestLine: 6, matchedTerms: ['token', 'bucket'] }));
   assert.equal(item.label, 'API design review');
   assert.equal(item.description, 'memory/2026-01-10-api-design.md:1-7  ·  0.83 (vector 0.61, keyword 1.00)');
   assert.ok(item.detail.startsWith('We chose a token bucket'));
@@ -94,6 +88,9 @@ test('hitToItem maps a result to a QuickPick item', () => {
   assert.equal(item.uri, 'file:///ws/memory/2026-01-10-api-design.md');
   assert.equal(item.cursorLine, 5); // 0-based: line 6
   assert.deepEqual(item.range, hit().range);
+  const old = hitToItem(hit());
+  assert.equal(old.cursorLine, 0);
+  assert.ok(old.detail.startsWith('API design review'));
 });
 
 test('resultToItems keeps the server order; searchSummary says mode and why', () => {
@@ -105,7 +102,7 @@ test('resultToItems keeps the server order; searchSummary says mode and why', ()
     tookMs: 3.4,
   };
   assert.deepEqual(
-    resultToItems(result, 'x').map((i) => i.hit.score),
+    resultToItems(result).map((i) => i.hit.score),
     [0.5, 0.9],
   );
   assert.equal(searchSummary(result), '2 results in 3 ms · keyword-only (no embedding model)');

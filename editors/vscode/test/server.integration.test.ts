@@ -121,9 +121,12 @@ test('memory/search results become QuickPick items pointing at the right line', 
   const result = await conn!.sendRequest<P.SearchResult>(P.SEARCH, { query } satisfies P.SearchParams);
   assert.equal(result.mode, 'keyword');
   assert.ok(result.results.length >= 1 && result.results.length <= 2, `maxResults 2 from the client: ${result.results.length}`);
-  const items = resultToItems(result, query);
+  const items = resultToItems(result);
   const top = items[0];
   assert.equal(top.hit.path, 'memory/2026-01-10-api-design.md');
+  // The server picks the line and says which query terms it matched.
+  assert.equal(top.hit.bestLine, 6);
+  assert.deepEqual(top.hit.matchedTerms, ['token', 'bucket']);
   assert.equal(top.uri, pathToFileURL(path.join(ws, 'memory', '2026-01-10-api-design.md')).href);
   // "We chose a token bucket per API key" is line 6 of the file.
   assert.equal(top.cursorLine, 5);
@@ -150,7 +153,8 @@ test('an unsaved buffer edit is searchable', { skip }, async () => {
     }
   }
   assert.ok(found, 'the unsaved edit was not found');
-  const item = resultToItems({ results: [found!], mode: 'keyword', provider: null }, 'purple llama quartermaster')[0];
+  const item = resultToItems({ results: [found!], mode: 'keyword', provider: null })[0];
+  assert.equal(found!.bestLine, 6);
   assert.equal(item.cursorLine, 5); // the new line 6
   assert.equal(fs.readFileSync(file, 'utf8'), text, 'the server never writes memory files');
 });

@@ -44,58 +44,27 @@ function M.find_root(path, markers)
   return nil
 end
 
---- Query words worth looking for in a snippet (filters and excluded words dropped).
-function M.query_terms(query)
-  local terms, seen = {}, {}
-  for raw in (query or ""):gmatch("%S+") do
-    local lower = raw:lower()
-    if not (lower:match("^file:") or lower:match("^path:") or lower:match("^after:")
-        or lower:match("^before:") or lower:match("^source:") or raw:sub(1, 1) == "-") then
-      local word = lower:gsub("^%+", ""):gsub("^[\"'(]+", ""):gsub("[\"'),.;:!?]+$", "")
-      -- two characters at least, or any non-ASCII (CJK) word
-      if (#word >= 2 or word:match("[\128-\255]")) and not seen[word] then
-        seen[word] = true
-        table.insert(terms, word)
-      end
-    end
-  end
-  return terms
-end
-
 local function is_heading(line)
   return line ~= nil and line:match("^ ? ? ?#+%s") ~= nil
 end
 
---- Offset (0-based) within the hit of the snippet line matching most query words.
---- Transcript hits cite JSONL lines that do not map one to one onto the snippet: 0.
-function M.best_line_offset(hit, query)
+--- The hit's line best matching the query, as the server found it (`bestLine`); `startLine`
+--- when the server is too old to say (or says something outside the hit).
+function M.best_line(hit)
+  local line = hit.bestLine
+  if type(line) == "number" and line >= hit.startLine and line <= (hit.endLine or hit.startLine) then
+    return line
+  end
+  return hit.startLine
+end
+
+--- Index (0-based) of the best line in the snippet. A transcript's snippet is rendered messages,
+--- not its JSONL lines: 0.
+function M.snippet_offset(hit)
   if hit.source == "sessions" or (hit.path or ""):match("%.jsonl$") then
     return 0
   end
-  local terms = M.query_terms(query)
-  if #terms == 0 then
-    return 0
-  end
-  local lines = vim.split(hit.snippet or "", "\n", { plain = true })
-  local span = math.max(0, (hit.endLine or hit.startLine) - hit.startLine)
-  local best, best_count = 0, 0
-  for i, line in ipairs(lines) do
-    if i - 1 > span then
-      break
-    end
-    local lower = line:lower()
-    local count = 0
-    for _, t in ipairs(terms) do
-      if lower:find(t, 1, true) then
-        count = count + 1
-      end
-    end
-    if count > best_count
-        or (count == best_count and count > 0 and is_heading(lines[best + 1]) and not is_heading(line)) then
-      best, best_count = i - 1, count
-    end
-  end
-  return best
+  return M.best_line(hit) - hit.startLine
 end
 
 --- The first heading of a snippet, else its first non-empty line.
@@ -140,15 +109,14 @@ end
 function M.to_qf_items(result, query)
   local items = {}
   for _, hit in ipairs(result.results or {}) do
-    local offset = M.best_line_offset(hit, query)
     local lines = vim.split(hit.snippet or "", "\n", { plain = true })
-    local line_text = vim.trim(lines[offset + 1] or "")
+    local line_text = vim.trim(lines[M.snippet_offset(hit) + 1] or "")
     if line_text == "" or is_heading(line_text) then
       line_text = M.headline(hit.snippet)
     end
     table.insert(items, {
       filename = vim.uri_to_fname(hit.uri),
-      lnum = hit.startLine + offset,
+      lnum = M.best_line(hit),
       end_lnum = hit.endLine,
       col = 1,
       text = string.format("%.2f %s", hit.score or 0, line_text),

@@ -1,0 +1,155 @@
+"""Where a hit matches its query: the line to jump to and the query terms the hit contains.
+
+Editors used to guess this from the snippet with their own word splitting, which drifted
+from the search itself (stop words, CJK grams, porter stemming, folded diacritics). Here the
+lines of the picked chunks go into a throwaway in-memory FTS5 table with the index's own
+tokenizer and each query term is matched there, so a line holds a term exactly when the
+index would say so (``limits`` finds ``limiting``, ``限流`` finds ``令牌桶限流``).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..index.backend import IndexBackend
+from ..index.schema import FTS_TOKENIZER, connect
+from ..index.store import ChunkRow
+from ..sources.sessions import ROLE_LABELS, TOOL_LABEL
+from ..text import fts_text
+from .query import keywords, match_expression, parse_filters, query_terms
+
+Term = tuple[str, bool]  # (word or CJK gram, is a prefix), as query_terms gives them
+
+_HEADING = re.compile(r"^ {0,3}#{1,6}\s")
+_ROLE_STARTS = tuple(ROLE_LABELS.values())
+_MESSAGE_STARTS = (*_ROLE_STARTS, TOOL_LABEL)
+
+
+@dataclass(frozen=True)
+class Highlight:
+    best_line: int  # 1-based line of the original file (a transcript's JSONL line)
+    matched_terms: list[str]  # the query's terms found in the chunk, in query order
+
+
+def term_groups(query: str) -> list[list[Term]]:
+    """The terms the search matches for ``query``, grouped by the word they come from (a CJK
+    word gives its grams). Filters (``file:``, ``after:``, ``-excluded``) are not terms."""
+    words, _ = parse_filters(query)
+    searched = set(query_terms(words))  # deduplicated and capped as the search does
+    groups = [[t for t in query_terms(w) if t in searched] for w in keywords(words)]
+    return [g for g in groups if g]
+
+
+def _matching_lines(lines: Sequence[str], terms: Sequence[Term]) -> dict[int, set[Term]]:
+    """For each line (by index) that FTS5 finds any of the terms in, those terms."""
+    conn, _ = connect(":memory:", vec=False)
+    found: dict[int, set[Term]] = {}
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE lines USING fts5(body, tokenize = '{FTS_TOKENIZER}')")
+        with conn:  # one transaction: a commit per row costs FTS5 a segment per row
+            conn.execute("BEGIN")
+            conn.executemany(
+                "INSERT INTO lines(rowid, body) VALUES (?, ?)",
+                [(i, fts_text(line)) for i, line in enumerate(lines)],
+            )
+        sql = "SELECT rowid FROM lines WHERE lines MATCH ?"
+        for t in terms:
+            for (i,) in conn.execute(sql, (match_expression([t]),)):
+                found.setdefault(i, set()).add(t)
+        return found
+    finally:
+        conn.close()
+
+
+def highlight(query: str, chunks: Sequence[tuple[str, Sequence[int]]]) -> list[Highlight]:
+    """For each chunk, given as its text and the original line number of each of its lines:
+    the line matching most of the query's words, and the query's terms found in the chunk.
+
+    A word counts in proportion to its terms a line holds (a CJK word by its grams), so one
+    long CJK word does not outweigh the other words. On a tie a body line beats a heading
+    that only names the topic, then the earlier line wins. A chunk matching no term (a
+    vector-only hit) points at its first line."""
+    groups = term_groups(query)
+    terms = list(dict.fromkeys(t for g in groups for t in g))
+    split = [text.split("\n") for text, _ in chunks]
+    flat = [line for lines in split for line in lines]
+    found = _matching_lines(flat, terms) if terms and flat else {}
+    out: list[Highlight] = []
+    base = 0
+    for lines, (_, numbers) in zip(split, chunks, strict=True):
+        best, best_key = 0, (0.0, False)
+        in_chunk: set[Term] = set()
+        for i, line in enumerate(lines):
+            here = found.get(base + i)
+            if not here:
+                continue
+            in_chunk |= here
+            score = sum(len(here.intersection(g)) / len(g) for g in groups)
+            key = (score, not _HEADING.match(line))
+            if key > best_key:
+                best, best_key = i, key
+        out.append(Highlight(numbers[best], [w for w, p in terms if (w, p) in in_chunk]))
+        base += len(lines)
+    return out
+
+
+def line_numbers(
+    text: str, start_line: int, end_line: int, line_map: Sequence[int] | None
+) -> list[int]:
+    """The original line number of each line of a chunk's text.
+
+    A note's chunk is its lines start..end, one to one. A transcript's chunk is a window of
+    its rendered lines, numbered by the file's line map (rendered line -> JSONL line) once
+    the window is placed: it starts inside message ``start_line``, ends inside message
+    ``end_line``, and a role label (``User: ``) starts a message and nothing else. When the
+    text cannot be placed for sure (a line too long for one chunk was cut into pieces, or
+    two placements fit), every line gets ``start_line``: the hit's first line, never a
+    wrong one."""
+    lines = text.split("\n")
+    if start_line == end_line:
+        return [start_line] * len(lines)
+    if line_map is None:
+        if len(lines) == end_line - start_line + 1:
+            return list(range(start_line, end_line + 1))
+    else:
+        placed = _place(lines, start_line, end_line, line_map)
+        if placed is not None:
+            return placed
+    return [start_line] * len(lines)
+
+
+def _place(lines: list[str], start: int, end: int, line_map: Sequence[int]) -> list[int] | None:
+    """The line numbers of the one window of messages start..end that ``lines`` fits."""
+    span = line_map[bisect_left(line_map, start) : bisect_right(line_map, end)]
+    fits: list[list[int]] = []
+    for offset in range(len(span) - len(lines) + 1):
+        if span[offset] != start:
+            break  # the window must begin inside message ``start``
+        window = list(span[offset : offset + len(lines)])
+        if window[-1] != end:
+            continue
+        firsts = [
+            (offset == 0) if j == 0 else window[j] != window[j - 1] for j in range(len(lines))
+        ]
+        if all(
+            line.startswith(_MESSAGE_STARTS) if first else not line.startswith(_ROLE_STARTS)
+            for line, first in zip(lines, firsts, strict=True)
+        ):
+            fits.append(window)
+    return fits[0] if len(fits) == 1 else None
+
+
+def highlight_rows(query: str, rows: Sequence[ChunkRow], store: IndexBackend) -> list[Highlight]:
+    """``highlight`` for chunks of the index, numbered with their files' line maps."""
+    maps: dict[str, list[int] | None] = {}
+    for r in rows:
+        if r.path not in maps:
+            info = store.file_info(r.path)
+            maps[r.path] = info[2] if info else None
+    return highlight(
+        query,
+        [(r.text, line_numbers(r.text, r.start_line, r.end_line, maps[r.path])) for r in rows],
+    )
