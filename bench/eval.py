@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from answers import AnswerStats, no_answer_queries  # noqa: E402
 from common import (  # noqa: E402
     REPO,
     SharedProvider,
@@ -381,6 +382,11 @@ def build_settings(args: argparse.Namespace) -> Settings:
     s.query.hybrid.fusion = args.fusion
     s.query.temporal_decay.enabled = args.decay
     s.query.mmr.enabled = args.mmr
+    if args.scoring == "legacy":
+        from memory_ls.search import rerank
+
+        s.query.calibrate = False
+        rerank.KEYWORD_ALONE = 0.0  # bench-only: the fusion as it was before calibration
     if args.model:
         s.local.model_path = str(Path(args.model).expanduser().resolve())
         s.provider = "local"
@@ -413,6 +419,9 @@ def run_set(
     ws_runs: list[WorkspaceRun] = []
     warnings: set[str] = set()
     shared = SharedProvider(provider) if provider is not None else None
+    # Whether searches answer at the shipped defaults: checked in hybrid mode when it runs.
+    answers_mode = "hybrid" if "hybrid" in modes else (modes[0] if modes else None)
+    answers = AnswerStats()
     for ws in sorted(by_ws):
         if ws not in es.corpus:
             warnings.add(f"workspace {ws} has queries but no files")
@@ -441,6 +450,12 @@ def run_set(
                     m["ms"] = resp.took_ms
                     m["category"] = q.get("category")
                     rows[mode].append(m)
+                    if mode == answers_mode:
+                        # The same query at the shipped maxResults and minScore.
+                        dresp = engine.search(q["query"], mode=mode)
+                        d = score_query(dresp.results, q["relevant"])
+                        d["ms"] = dresp.took_ms
+                        answers.add_query(m, d, not dresp.results)
                     if per_query:
                         per_query.write(
                             json.dumps(
@@ -458,6 +473,10 @@ def run_set(
                             )
                             + "\n"
                         )
+            if answers_mode:
+                for kind, query in no_answer_queries([t for _, t in es.corpus[ws]]):
+                    nresp = engine.search(query, mode=answers_mode)
+                    answers.add_no_answer(kind, [h.score for h in nresp.results])
         finally:
             save_index(engine, idx, run, es, cache_dir, key, key_info)
         ws_runs.append(run)
@@ -475,6 +494,7 @@ def run_set(
             "embedded": sum(r.embedded for r in ws_runs),
         },
         "modes": {},
+        "answers": {"mode": answers_mode, **answers.to_json(aggregate)},
         "warnings": sorted(warnings),
     }
     for mode in modes:
@@ -487,6 +507,28 @@ def run_set(
             }
         result["modes"][mode] = entry
     return result
+
+
+def print_answers(a: dict[str, Any], modes: dict[str, Any]) -> None:
+    """Defaults vs minScore 0, answerable queries left empty, no-answer queries kept quiet."""
+    d, mode = a.get("defaults"), a.get("mode")
+    if not d or mode not in modes:
+        return
+    z = modes[mode]["overall"]
+    print(f"\nat the shipped defaults ({mode} mode):\n")
+    rows = [
+        ["minScore 0, maxResults 10", z["R@5"], z["Hit@5"], "", ""],
+        [
+            "shipped defaults",
+            d["R@5"],
+            d["Hit@5"],
+            f"{a['emptyAtDefaults']}/{a['answerable']} ({(a['emptyRate'] or 0):.1%})",
+            f"{(a['noAnswerQuietRate'] or 0):.1%} of "
+            + ", ".join(f"{v['total']} {k}" for k, v in a["noAnswer"].items()),
+        ],
+    ]
+    header = ["run", "R@5", "line Hit@5", "answerable but empty", "no-answer quiet"]
+    print(md_table(header, rows))
 
 
 def print_set(name: str, res: dict[str, Any], refs: list[tuple[str, list[float | None]]]) -> None:
@@ -537,6 +579,7 @@ def print_set(name: str, res: dict[str, Any], refs: list[tuple[str, list[float |
                 ["category", "mode", "queries", "R@5", "MRR@10", "nDCG@10", "line Hit@5"], cat_rows
             )
         )
+    print_answers(res["answers"], res["modes"])
     for w in res["warnings"]:
         print(f"\nwarning: {w}")
 
@@ -567,6 +610,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fusion", choices=("weighted", "rrf"), default="weighted")
     ap.add_argument("--decay", action="store_true", help="temporal decay on")
     ap.add_argument("--mmr", action="store_true", help="MMR re-ranking on")
+    ap.add_argument(
+        "--scoring",
+        choices=("calibrated", "legacy"),
+        default="calibrated",
+        help="legacy: raw cosine on the vector side and no keyword floor (the scores before "
+        "calibration, for side-by-side figures)",
+    )
     ap.add_argument(
         "--set",
         action="append",

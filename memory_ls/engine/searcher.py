@@ -41,7 +41,11 @@ class Searcher:
             vectors: VectorIndex | SqliteVecIndex = self.indexer.vectors
             if settings.store.vector_backend == "sqlite-vec" and store.vec_reason is None:
                 vectors = SqliteVecIndex(store)
-            reference = self.indexer.reference_vectors() if qvec is not None else None
+            reference = (
+                self.indexer.reference_vectors()
+                if qvec is not None and settings.query.calibrate
+                else None
+            )
             out = run_search(
                 store, vectors, qvec, req, settings.query, datetime.now(UTC).date(), reference
             )

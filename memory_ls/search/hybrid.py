@@ -107,7 +107,7 @@ def run(
         assert vectors is not None and qvec is not None
         knn, corpus = vectors.knn(qvec, pool)
         ref = Moments.of(reference @ qvec) if reference is not None and len(reference) else None
-        bg = background(corpus, ref)
+        bg = background(corpus, ref) if qs.calibrate else None
         for rank, (cid, sim) in enumerate(knn, start=1):
             c = cands.setdefault(cid, Candidate(cid))
             c.vector, c.vector_rank = sim, rank

@@ -100,9 +100,17 @@ class QuerySettings:
     min_score: float = setting(
         0.35,
         "Results scoring less than this (after fusion and decay) are dropped; a request's own "
-        "`minScore` wins.",
+        "`minScore` wins. Scores mean the same for every model (see `query.calibrate`): under "
+        "0.5 is a weak match, under 0.35 junk.",
         minimum=0,
         maximum=1,
+    )
+    calibrate: bool = setting(
+        True,
+        "Score the vector side by how far a similarity stands out from the query's own "
+        "background (its similarity to the rest of the corpus and to a fixed set of unrelated "
+        "passages), so a score means the same whatever the model. `false`: raw cosine "
+        "similarity, whose range depends on the model (`minScore` then needs tuning per model).",
     )
     snippet_max_chars: int = setting(
         700, "Maximum length of a result's snippet, in characters.", minimum=1
