@@ -251,7 +251,7 @@ def _converter(d: Dialect) -> tuple[cattrs.Converter, dict[type, dict[str, str]]
                  **hooks: Hook) -> None:
         names = {f.name: (renames or {}).get(f.name, _camel(f.name))
                  for f in dataclasses.fields(cls)}
-        overrides = {attr: override(rename=name, struct_hook=hooks.get(attr),
+        overrides: dict[str, Any] = {attr: override(rename=name, struct_hook=hooks.get(attr),
                                     omit=attr in omit) for attr, name in names.items()}
         conv.register_structure_hook(cls, make_dict_structure_fn(
             cls, conv, _cattrs_detailed_validation=True, **overrides))

@@ -187,24 +187,24 @@ def heading_symbols(lines: Sequence[str], codec: PositionCodec) -> list[types.Do
     n = len(lines)
     roots: list[types.DocumentSymbol] = []
     stack: list[tuple[int, types.DocumentSymbol]] = []
-    for idx, (line, level, title) in enumerate(found):
+    for idx, (row, level, title) in enumerate(found):
         end = next((ln for ln, lv, _ in found[idx + 1:] if lv <= level), n)
-        last = max(line, end - 1)
-        text = lines[line].rstrip("\r\n")
+        last = max(row, end - 1)
+        text = lines[row].rstrip("\r\n")
         sym = types.DocumentSymbol(
             name=title,
             detail="#" * level,
             kind=types.SymbolKind.String,
             range=types.Range(
-                start=types.Position(line=line, character=0),
+                start=types.Position(line=row, character=0),
                 end=types.Position(
                     line=last,
                     character=codec.client_num_units(lines[last].rstrip("\r\n")) if last < n else 0,
                 ),
             ),
             selection_range=types.Range(
-                start=types.Position(line=line, character=0),
-                end=types.Position(line=line, character=codec.client_num_units(text)),
+                start=types.Position(line=row, character=0),
+                end=types.Position(line=row, character=codec.client_num_units(text)),
             ),
             children=[],
         )

@@ -154,8 +154,8 @@ class Requests:
         if not folders:
             raise ParamError("folder", "no workspace folder is open")
         folder = folders[0]
-        transcript = Path(to_fs_path(p.transcript) if p.transcript.startswith("file:")
-                          else p.transcript)
+        transcript = Path((to_fs_path(p.transcript) if p.transcript.startswith("file:")
+                           else None) or p.transcript)
         if not transcript.is_absolute():
             transcript = folder.root / transcript
         if not transcript.is_file():

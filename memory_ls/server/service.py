@@ -58,7 +58,7 @@ class MemoryService:
         self.citations = Citations(self.folders, partial(buffer_text, ls),
                                    ls.workspace.position_codec)
         self.documents = Documents(ls, self.folders, self.citations,
-                                   settings_changed=lambda f: self.spawn(self.reload(f)),
+                                   settings_changed=self._settings_file_changed,
                                    spawn=self.spawn)
         self.watching = Watching(ls, self.folders, self.documents.fs_changed)
         self.requests = Requests(self.folders, self.sync, lambda: self.watching.mode)
@@ -143,6 +143,9 @@ class MemoryService:
             task.cancel()
 
     # -- changes ----------------------------------------------------------------------------
+    def _settings_file_changed(self, folder: Folder) -> None:
+        self.spawn(self.reload(folder))
+
     async def configuration_changed(self, settings: Any) -> None:
         """``workspace/didChangeConfiguration``: pull (or take) the new settings and reopen
         every engine whose effective settings changed; a changed index meta rebuilds."""
