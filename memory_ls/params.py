@@ -8,7 +8,7 @@ error is a ``ParamError`` naming the wire field, so a client (or an agent readin
 knows what to fix. A single object in a list (positional params, ``[{...}]``) is accepted.
 
 What differs between the two wires (the MCP tools' tighter limits, no ``folder`` or ``mode``
-there) is a ``Dialect``.
+there: one workspace, and the tool schemas do not offer them) is a ``Dialect``.
 """
 
 from __future__ import annotations
@@ -48,11 +48,11 @@ class Dialect:
 
     max_results: int  # upper bound of maxResults
     max_lines: int | None  # upper bound of memory/get's lines (None: none)
-    folders: bool  # a request may name a workspace folder and a search mode
+    lsp_fields: bool  # the language server's own fields: folder (multi-root) and mode
 
 
-LSP = Dialect(max_results=MAX_RESULTS_CAP, max_lines=None, folders=True)
-MCP = Dialect(max_results=50, max_lines=2000, folders=False)
+LSP = Dialect(max_results=MAX_RESULTS_CAP, max_lines=None, lsp_fields=True)
+MCP = Dialect(max_results=50, max_lines=2000, lsp_fields=False)
 
 
 @dataclass(frozen=True)
@@ -152,14 +152,10 @@ def _structure(params: Any, cls: type[T], dialect: Dialect) -> T:
 
 def _first_error(exc: ClassValidationError, wire: dict[str, str]) -> ParamError:
     """The error of the first bad field (in field order), named as on the wire."""
-    for inner in exc.exceptions:
-        notes = [n for n in getattr(inner, "__notes__", ())
-                 if isinstance(n, AttributeValidationNote)]
-        name = wire.get(notes[0].name, notes[0].name) if notes else "params"
-        if isinstance(inner, KeyError):
-            return ParamError(name, "is required")
-        return ParamError(name, str(inner))
-    return ParamError("params", str(exc))
+    inner = exc.exceptions[0]
+    notes = [n for n in getattr(inner, "__notes__", ()) if isinstance(n, AttributeValidationNote)]
+    name = wire.get(notes[0].name, notes[0].name) if notes else "params"
+    return ParamError(name, "is required" if isinstance(inner, KeyError) else str(inner))
 
 
 # -- hooks: each raises ValueError(message); the field name comes from cattrs' notes ----------
@@ -258,10 +254,10 @@ def _converter(d: Dialect) -> tuple[cattrs.Converter, dict[type, dict[str, str]]
         wire[cls] = names
 
     lines = _integer(1, d.max_lines)
-    register(SearchRequest, omit=() if d.folders else ("mode", "folder"),
+    register(SearchRequest, omit=() if d.lsp_fields else ("mode", "folder"),
              query=_query, max_results=_integer(1, d.max_results), min_score=_number(0, 1),
              sources=_sources, mode=_mode)
-    register(GetParams, omit=() if d.folders else ("folder",), renames={"start": "from"},
+    register(GetParams, omit=() if d.lsp_fields else ("folder",), renames={"start": "from"},
              start=_integer(1), lines=lines)
     register(FolderParams)
     register(SyncParams, force=_flag)

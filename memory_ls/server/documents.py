@@ -96,7 +96,8 @@ class Documents:
 
     def symbols(self, uri: str) -> list[types.DocumentSymbol]:
         text = buffer_text(self.ls, uri)
-        return convert.heading_symbols(text.split("\n"), self.citations.codec) if text else []
+        codec = self.ls.workspace.position_codec
+        return convert.heading_symbols(text.split("\n"), codec) if text else []
 
     # -- files changed outside the editor ---------------------------------------------------
     def watched_files_changed(self, changes: Sequence[types.FileEvent]) -> None:
