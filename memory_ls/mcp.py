@@ -27,14 +27,16 @@ from mcp.server.stdio import stdio_server
 
 from . import __version__
 from .engine import MemoryEngine
+from .params import MCP, ParamError, parse_get, parse_search
+from .search.citations import parse_citation
+from .search.request import SOURCES
 from .workspace import PathError
 
 log = logging.getLogger(__name__)
 
-SOURCES = ("memory", "sessions")
 REFRESH_SECONDS = 2.0  # at most one disk walk per this many seconds of searching
 READY_TIMEOUT_SECONDS = 30.0  # a search waits this long for the first keyword sync
-MAX_LINES = 2000
+MAX_LINES = MCP.max_lines
 
 INSTRUCTIONS = (
     "This server searches the memory of the workspace: Markdown notes (MEMORY.md, memory/*.md) "
@@ -63,7 +65,7 @@ SEARCH_TOOL = types.Tool(
             "maxResults": {
                 "type": "integer",
                 "minimum": 1,
-                "maximum": 50,
+                "maximum": MCP.max_results,
                 "description": "How many results at most (default 6).",
             },
             "minScore": {
@@ -115,29 +117,6 @@ GET_TOOL = types.Tool(
     },
     annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
 )
-
-
-class ToolInputError(ValueError):
-    """Arguments the agent should fix; the message says which and how."""
-
-
-def _int(args: dict[str, Any], name: str, low: int, high: int | None = None) -> int | None:
-    value = args.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise ToolInputError(f"{name} must be an integer, got {value!r}")
-    value = int(value)
-    if value < low or (high is not None and value > high):
-        raise ToolInputError(f"{name} must be between {low} and {high or 'any'}, got {value}")
-    return value
-
-
-def _str(args: dict[str, Any], name: str) -> str | None:
-    value = args.get(name)
-    if value is not None and not isinstance(value, str):
-        raise ToolInputError(f"{name} must be a string, got {value!r}")
-    return value
 
 
 class MemoryTools:
@@ -193,44 +172,23 @@ class MemoryTools:
 
     # -- tools --------------------------------------------------------------------------------
     def search(self, args: dict[str, Any]) -> dict[str, Any]:
-        query = _str(args, "query")
-        if not query or not query.strip():
-            raise ToolInputError("query must be a non-empty string")
-        min_score = args.get("minScore")
-        if min_score is not None and (
-            isinstance(min_score, bool)
-            or not isinstance(min_score, int | float)
-            or not 0 <= min_score <= 1
-        ):
-            raise ToolInputError(f"minScore must be a number between 0 and 1, got {min_score!r}")
-        sources = args.get("sources")
-        if sources is not None and (
-            not isinstance(sources, list) or any(s not in SOURCES for s in sources)
-        ):
-            raise ToolInputError(f"sources must be a list of {', '.join(SOURCES)}")
+        req = parse_search(args, MCP)
+        if not req.query.strip():
+            raise ParamError("query", "must not be empty")
         self.refresh()
-        resp = self.engine.search(
-            query,
-            max_results=_int(args, "maxResults", 1, 50),
-            min_score=min_score,
-            sources=sources or None,
-            path_prefix=_str(args, "pathPrefix") or None,
-        )
-        return resp.to_json(self.engine.root)
+        return self.engine.search(req).to_json(self.engine.root)
 
     def get(self, args: dict[str, Any]) -> dict[str, Any]:
-        target = _str(args, "citation") or _str(args, "path")
-        if not target:
-            raise ToolInputError("pass a citation (path#L3-L9) or a path")
-        start = _int(args, "from", 1)
-        lines = _int(args, "lines", 1, MAX_LINES)
-        if lines is None and start is None and "#" not in target:
+        p = parse_get(args, MCP)
+        start, lines = p.start, p.lines
+        if lines is None and start is None and "#" not in p.target:
             lines = MAX_LINES  # a whole huge file is not what an agent's context needs
             start = 1
         try:
-            excerpt = self.engine.get(target, start=start, lines=lines)
+            excerpt = self.engine.get(p.target, start=start, lines=lines)
         except (PathError, ValueError) as exc:
-            raise ToolInputError(str(exc)) from None
+            field = "citation" if parse_citation(p.target) else "path"
+            raise ParamError(field, str(exc)) from None
         return excerpt.to_json(self.engine.root)
 
     def close(self) -> None:
@@ -266,7 +224,7 @@ def build_server(tools: MemoryTools) -> Server[Any]:
         args = params.arguments or {}
         try:
             return _result(await anyio.to_thread.run_sync(handler, args))
-        except ToolInputError as exc:
+        except ParamError as exc:  # the agent should fix its arguments: say which and how
             return _error(str(exc))
         except Exception as exc:  # the agent gets a readable error, the log the traceback
             log.exception("%s failed", params.name)

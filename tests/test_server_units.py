@@ -1,48 +1,15 @@
-"""Unit tests of the server's pure parts: param validation and LSP conversions."""
+"""Unit tests of the server's pure parts: LSP conversions and watch globs (params: test_params)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from pygls.exceptions import JsonRpcInvalidParams
 from pygls.workspace.position_codec import PositionCodec
 
 from memory_ls.search.results import SearchHit, SearchResponse
-from memory_ls.server import convert, protocol
+from memory_ls.server import convert
 from memory_ls.server.watch import memory_globs, watch_dirs
 from memory_ls.settings import Settings
-
-
-def test_parse_search_defaults_and_fields() -> None:
-    p = protocol.parse_search({"query": "x", "maxResults": 3.0, "minScore": 0,
-                               "sources": "memory", "pathPrefix": "memory/", "extra": 1})
-    assert (p.max_results, p.min_score, p.sources, p.path_prefix) == (3, 0.0, ("memory",),
-                                                                      "memory/")
-    assert protocol.parse_search([{"query": "y"}]).query == "y"
-    for params, field in [({"query": "x", "maxResults": True}, "maxResults"),
-                          ({"query": "x", "maxResults": 1.5}, "maxResults"),
-                          ({"query": "x", "minScore": float("nan")}, "minScore"),
-                          ({"query": "x", "sources": []}, "sources"),
-                          ({"query": "x", "mode": "fuzzy"}, "mode"),
-                          ({"query": "x", "pathPrefix": 3}, "pathPrefix"),
-                          ({"query": "x" * 3000}, "query"),
-                          ("query", "params")]:
-        with pytest.raises(JsonRpcInvalidParams) as exc_info:
-            protocol.parse_search(params)
-        assert f"memory/search: {field}:" in exc_info.value.message
-
-
-def test_parse_get_and_sync() -> None:
-    g = protocol.parse_get({"citation": " memory/a.md#L2-L4 ", "from": 2})
-    assert (g.target, g.start, g.lines) == ("memory/a.md#L2-L4", 2, None)
-    with pytest.raises(JsonRpcInvalidParams, match="lines"):
-        protocol.parse_get({"path": "MEMORY.md", "lines": -1})
-    assert protocol.parse_sync([], "memory.reindex").force is False
-    assert protocol.parse_sync([True], "memory.reindex").force is True
-    assert protocol.parse_sync([{"force": True}], "memory.reindex").force is True
-    with pytest.raises(JsonRpcInvalidParams, match="force"):
-        protocol.parse_sync([{"force": 1}], "memory.reindex")
 
 
 def hit(path: str, score: float, snippet: str = "text") -> SearchHit:

@@ -2,17 +2,41 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 
+def line_span(start_line: int, end_line: int) -> tuple[int, int]:
+    """The 0-based start line and exclusive end line covering 1-based inclusive lines
+    start..end; never empty (an empty file or a reversed span still covers its first line)."""
+    return max(0, start_line - 1), max(start_line, end_line)
+
+
 def line_range(start_line: int, end_line: int) -> dict[str, Any]:
-    """The LSP range (0-based, end exclusive) that covers whole lines start..end (1-based)."""
-    return {
-        "start": {"line": start_line - 1, "character": 0},
-        "end": {"line": end_line, "character": 0},
+    """The LSP range (JSON) covering whole lines start..end (1-based inclusive)."""
+    start, end = line_span(start_line, end_line)
+    return {"start": {"line": start, "character": 0}, "end": {"line": end, "character": 0}}
+
+
+def response_json(hits: Iterable[tuple[Path, SearchHit]], mode: str,
+                  provider: dict[str, str] | None, took_ms: float,
+                  fallback_reason: str | None = None,
+                  below_min_score: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A search result (``memory/search``, ``memory_search``, ``memory-ls search --json``) from
+    ranked hits, each with the workspace folder it was found in."""
+    out: dict[str, Any] = {
+        "results": [hit.to_json(root) for root, hit in hits],
+        "mode": mode,
+        "provider": provider,
+        "tookMs": round(took_ms, 2),
     }
+    if fallback_reason:
+        out["fallbackReason"] = fallback_reason
+    if below_min_score:  # nothing passed: how many fell short, and the best of them
+        out["belowMinScore"] = below_min_score
+    return out
 
 
 @dataclass
@@ -68,17 +92,8 @@ class SearchResponse:
         return {"count": self.below_min_score, "bestScore": round(self.best_below, 6)}
 
     def to_json(self, root: Path) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "results": [h.to_json(root) for h in self.results],
-            "mode": self.mode,
-            "provider": self.provider,
-            "tookMs": round(self.took_ms, 2),
-        }
-        if self.fallback_reason:
-            out["fallbackReason"] = self.fallback_reason
-        if below := self.why_empty():
-            out["belowMinScore"] = below
-        return out
+        return response_json(((root, h) for h in self.results), self.mode, self.provider,
+                             self.took_ms, self.fallback_reason, self.why_empty())
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""The language server: pygls wiring only. Handlers parse (protocol.py), delegate to the
-service (service.py) and convert (convert.py); engine work never runs on the event loop.
+"""The language server: pygls wiring only. Handlers parse (``memory_ls.params``), delegate to
+the service's parts (service.py) and map their errors to LSP errors (here, in one place);
+engine work never runs on the event loop.
 
 Run with ``memory-ls serve`` (stdio) or ``memory-ls serve --tcp HOST:PORT``.
 """
@@ -11,6 +12,7 @@ import contextlib
 import logging
 import sys
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import cattrs
@@ -29,7 +31,8 @@ from pygls.protocol import (
     default_converter,
 )
 
-from .. import __version__
+from .. import __version__, params
+from ..params import ParamError
 from . import protocol
 from .service import MemoryService
 
@@ -43,6 +46,8 @@ _LSP_TYPES = [
     (logging.INFO, types.MessageType.Info),
     (0, types.MessageType.Log),
 ]
+# A request whose params did not parse, turned into one of ours that answers InvalidParams.
+UNPARSED = "$/memory-ls/unparsedRequest"
 
 
 def _converter() -> cattrs.Converter:
@@ -67,13 +72,19 @@ def _describe(exc: BaseException | None) -> str:
     return str(exc) if exc else "malformed"
 
 
-# Stands for a request that was already answered with an error while being parsed.
-_ANSWERED = JsonRPCNotification(method="$/memory-ls/answered", jsonrpc="2.0", params=None)
+@contextlib.contextmanager
+def lsp_errors(method: str) -> Iterator[None]:
+    """The one place our errors become LSP errors: InvalidParams naming method and field."""
+    try:
+        yield
+    except ParamError as exc:
+        raise JsonRpcInvalidParams(message=f"{method}: {exc}") from None
 
 
 class MemoryProtocol(LanguageServerProtocol):
     """pygls drops a request whose params do not parse (no response at all: the client waits
-    forever). Answer it with InvalidParams naming the field instead."""
+    forever). Hand it to the ``UNPARSED`` handler instead, which answers InvalidParams naming
+    the field."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
@@ -81,14 +92,9 @@ class MemoryProtocol(LanguageServerProtocol):
         except JsonRpcException as exc:
             if not (isinstance(data, dict) and "id" in data and "method" in data):
                 raise
-            err = JsonRpcInvalidParams(
-                message=f"{data['method']}: invalid params: {_describe(exc.__cause__)}")
-            self._send_response(data["id"], None, err.to_response_error())
-            return _ANSWERED
-
-    def handle_message(self, message: Any) -> None:
-        if message is not _ANSWERED:
-            super().handle_message(message)
+            return JsonRPCRequestMessage(
+                id=data["id"], method=UNPARSED, jsonrpc="2.0",
+                params=f"{data['method']}: invalid params: {_describe(exc.__cause__)}")
 
 
 class LspLogHandler(logging.Handler):
@@ -125,6 +131,7 @@ class MemoryLanguageServer(LanguageServer):
         )
         self.service: MemoryService | None = None
         self.log_handler: LspLogHandler | None = None
+        self.shutdown_requested = False  # the LSP exit code: 0 only after `shutdown`
         self._last_error_shown = 0.0
 
     def svc(self) -> MemoryService:
@@ -166,6 +173,32 @@ class MemoryLanguageServer(LanguageServer):
         super().shutdown()
 
 
+def _request(server: MemoryLanguageServer, method: str
+             ) -> Callable[[Callable[[Any], Awaitable[Any]]], None]:
+    """Register a custom request handler ``fn(params)`` (params: raw JSON)."""
+
+    def register(fn: Callable[[Any], Awaitable[Any]]) -> None:
+        @server.feature(method)
+        async def handler(params: Any) -> Any:
+            with lsp_errors(method):
+                return await fn(params)
+
+    return register
+
+
+def _command(server: MemoryLanguageServer, name: str
+             ) -> Callable[[Callable[[tuple[Any, ...]], Awaitable[Any]]], None]:
+    """Register a command handler ``fn(arguments)`` (the arguments stay raw JSON)."""
+
+    def register(fn: Callable[[tuple[Any, ...]], Awaitable[Any]]) -> None:
+        @server.command(name)
+        async def handler(*args: Any) -> Any:
+            with lsp_errors(name):
+                return await fn(args)
+
+    return register
+
+
 def build_server() -> MemoryLanguageServer:
     server = MemoryLanguageServer()
 
@@ -173,7 +206,7 @@ def build_server() -> MemoryLanguageServer:
     @server.feature(types.INITIALIZE)
     def initialize(params: types.InitializeParams) -> None:
         service = server.service = MemoryService(server, params.initialization_options)
-        server.setup_logging(str(service.init_overrides.get("logLevel", "info")))
+        server.setup_logging(str(service.config.init_overrides.get("logLevel", "info")))
         service.add_initial_folders(params.workspace_folders, params.root_uri)
 
     @server.feature(types.INITIALIZED)
@@ -182,14 +215,18 @@ def build_server() -> MemoryLanguageServer:
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(params: None) -> None:
+        server.shutdown_requested = True
         if server.service is not None:
             await server.service.shutdown()
 
     @server.feature(types.EXIT)
     def exit_(params: None) -> None:
         # Over TCP, pygls would keep listening after `exit`: stop accepting connections.
-        if server._server is not None:
-            server._server.close()
+        server.shutdown()
+
+    @server.feature(UNPARSED)
+    def unparsed(message: str) -> None:
+        raise JsonRpcInvalidParams(message=message)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(params: types.DidChangeConfigurationParams) -> None:
@@ -201,80 +238,78 @@ def build_server() -> MemoryLanguageServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(params: types.DidChangeWatchedFilesParams) -> None:
-        server.svc().watched_files_changed(params.changes)
+        server.svc().documents.watched_files_changed(params.changes)
 
     # -- document sync (pygls has already applied the change to its copy) -------------------
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
-        server.svc().did_open(params.text_document.uri)
+        server.svc().documents.did_open(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: types.DidChangeTextDocumentParams) -> None:
-        server.svc().did_change(params.text_document.uri)
+        server.svc().documents.did_change(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=True))
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
-        server.svc().did_save(params.text_document.uri, params.text)
+        server.svc().documents.did_save(params.text_document.uri, params.text)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
-        server.svc().did_close(params.text_document.uri)
+        server.svc().documents.did_close(params.text_document.uri)
 
-    # -- custom requests --------------------------------------------------------------------
-    @server.feature(protocol.SEARCH)
-    async def memory_search(params: Any) -> dict[str, Any]:
-        return await server.svc().search(protocol.parse_search(params), protocol.SEARCH)
+    # -- custom requests and commands -------------------------------------------------------
+    @_request(server, protocol.SEARCH)
+    async def memory_search(p: Any) -> dict[str, Any]:
+        return await server.svc().requests.search(params.parse_search(p))
 
-    @server.feature(protocol.GET)
-    async def memory_get(params: Any) -> dict[str, Any]:
-        return await server.svc().get(protocol.parse_get(params), protocol.GET)
+    @_request(server, protocol.GET)
+    async def memory_get(p: Any) -> dict[str, Any]:
+        return await server.svc().requests.get(params.parse_get(p))
 
-    @server.feature(protocol.STATUS)
-    async def memory_status(params: Any) -> dict[str, Any]:
-        return await server.svc().status(protocol.parse_status(params), protocol.STATUS)
+    @_request(server, protocol.STATUS)
+    async def memory_status(p: Any) -> dict[str, Any]:
+        return await server.svc().requests.status(params.parse_status(p).folder)
 
-    # -- commands (arguments stay raw JSON: *args) -----------------------------------------
-    @server.command(protocol.CMD_REINDEX)
-    async def cmd_reindex(*args: Any) -> Any:
-        p = protocol.parse_sync(args, protocol.CMD_REINDEX)
-        return await server.svc().sync_command(p.force, p.folder, protocol.CMD_REINDEX)
+    @_command(server, protocol.CMD_REINDEX)
+    async def cmd_reindex(args: tuple[Any, ...]) -> dict[str, Any]:
+        p = params.parse_sync(args)
+        return await server.svc().requests.sync_command(p.force, p.folder)
 
-    @server.command(protocol.CMD_SYNC)
-    async def cmd_sync(*args: Any) -> Any:
-        p = protocol.parse_sync(args, protocol.CMD_SYNC)
-        return await server.svc().sync_command(False, p.folder, protocol.CMD_SYNC)
+    @_command(server, protocol.CMD_SYNC)
+    async def cmd_sync(args: tuple[Any, ...]) -> dict[str, Any]:
+        return await server.svc().requests.sync_command(False, params.parse_sync(args).folder)
 
-    @server.command(protocol.CMD_STATUS)
-    async def cmd_status(*args: Any) -> Any:
-        folder = protocol.parse_status(args[0] if args else None, protocol.CMD_STATUS)
-        return await server.svc().status(folder, protocol.CMD_STATUS)
+    @_command(server, protocol.CMD_STATUS)
+    async def cmd_status(args: tuple[Any, ...]) -> dict[str, Any]:
+        folder = params.parse_status(args[0] if args else None).folder
+        return await server.svc().requests.status(folder)
 
-    @server.command(protocol.CMD_SAVE_SESSION)
-    async def cmd_save_session(*args: Any) -> Any:
-        return await server.svc().save_session(protocol.parse_save_session(args))
+    @_command(server, protocol.CMD_SAVE_SESSION)
+    async def cmd_save_session(args: tuple[Any, ...]) -> dict[str, Any]:
+        return await server.svc().requests.save_session(params.parse_save_session(args))
 
     # -- standard requests ------------------------------------------------------------------
     @server.feature(types.WORKSPACE_SYMBOL)
     async def workspace_symbol(params: types.WorkspaceSymbolParams
                                ) -> list[types.WorkspaceSymbol]:
-        return await server.svc().workspace_symbols(params.query)
+        return await server.svc().requests.workspace_symbols(params.query)
 
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
     async def definition(params: types.DefinitionParams) -> list[types.Location] | None:
-        return await server.svc().definition(params.text_document.uri, params.position)
+        return await server.svc().citations.definition(params.text_document.uri, params.position)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(params: types.HoverParams) -> types.Hover | None:
-        return await server.svc().hover(params.text_document.uri, params.position)
+        return await server.svc().citations.hover(params.text_document.uri, params.position)
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK,
                     types.DocumentLinkOptions(resolve_provider=False))
     async def document_link(params: types.DocumentLinkParams) -> list[types.DocumentLink]:
-        return await server.svc().document_links(params.text_document.uri)
+        return await server.svc().citations.links(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def document_symbol(params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
-        return server.svc().document_symbols(params.text_document.uri)
+        return server.svc().documents.symbols(params.text_document.uri)
 
     return server
 
@@ -293,4 +328,4 @@ def run_server(tcp: str | None = None) -> int:
     else:
         server.start_io()
     # The LSP exit code: 0 after `shutdown`, 1 otherwise (pygls swallows its SystemExit).
-    return 0 if server.protocol._shutdown else 1
+    return 0 if server.shutdown_requested else 1

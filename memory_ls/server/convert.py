@@ -17,7 +17,7 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from ..search.citations import Citation, find_citations, format_citation
-from ..search.results import Excerpt, SearchHit, SearchResponse
+from ..search.results import Excerpt, SearchHit, SearchResponse, line_span, response_json
 
 HOVER_MAX_LINES = 40
 HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -25,11 +25,10 @@ FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def whole_lines(start_line: int, end_line: int) -> types.Range:
-    """The LSP range covering 1-based inclusive lines start..end."""
-    return types.Range(
-        start=types.Position(line=max(0, start_line - 1), character=0),
-        end=types.Position(line=max(start_line, end_line), character=0),
-    )
+    """The LSP range covering 1-based inclusive lines start..end (the one ``line_span``)."""
+    start, end = line_span(start_line, end_line)
+    return types.Range(start=types.Position(line=start, character=0),
+                       end=types.Position(line=end, character=0))
 
 
 def file_uri(root: Path, path: str) -> str:
@@ -55,20 +54,18 @@ def merge_search(
     answers: Sequence[tuple[Path, SearchResponse]], max_results: int, took_ms: float
 ) -> dict[str, Any]:
     """One ``memory/search`` result from the answers of several workspace folders."""
-    ranked = rank_hits(answers)[:max_results]
     modes = {resp.mode for _, resp in answers}
     mode = modes.pop() if len(modes) == 1 else ("hybrid" if "hybrid" in modes else "keyword")
     provider = next((resp.provider for _, resp in answers if resp.provider), None)
     reasons = list(dict.fromkeys(r.fallback_reason for _, r in answers if r.fallback_reason))
-    out: dict[str, Any] = {
-        "results": [hit.to_json(root) for root, hit in ranked],
-        "mode": mode or "keyword",
-        "provider": provider,
-        "tookMs": round(took_ms, 2),
-    }
-    if reasons:
-        out["fallbackReason"] = "; ".join(reasons)
-    return out
+    ranked = rank_hits(answers)[:max_results]
+    below = [b for _, r in answers if (b := r.why_empty())]
+    why_empty = None
+    if not ranked and below:  # every folder came back empty: how many fell short, the best
+        why_empty = {"count": sum(b["count"] for b in below),
+                     "bestScore": max(b["bestScore"] for b in below)}
+    return response_json(ranked, mode or "keyword", provider, took_ms,
+                         "; ".join(reasons) or None, why_empty)
 
 
 # -- workspace/symbol ------------------------------------------------------------------------
@@ -132,7 +129,7 @@ def span_range(lines: Sequence[str], line: int, start: int, end: int,
 
 def excerpt_location(root: Path, ex: Excerpt) -> types.Location:
     return types.Location(uri=file_uri(root, ex.path),
-                          range=whole_lines(ex.from_line, max(ex.from_line, ex.to_line)))
+                          range=whole_lines(ex.from_line, ex.to_line))
 
 
 def excerpt_hover(ex: Excerpt, rng: types.Range | None) -> types.Hover:
@@ -196,24 +193,24 @@ def heading_symbols(lines: Sequence[str], codec: PositionCodec) -> list[types.Do
     n = len(lines)
     roots: list[types.DocumentSymbol] = []
     stack: list[tuple[int, types.DocumentSymbol]] = []
-    for idx, (line, level, title) in enumerate(found):
+    for idx, (row, level, title) in enumerate(found):
         end = next((ln for ln, lv, _ in found[idx + 1:] if lv <= level), n)
-        last = max(line, end - 1)
-        text = lines[line].rstrip("\r\n")
+        last = max(row, end - 1)
+        text = lines[row].rstrip("\r\n")
         sym = types.DocumentSymbol(
             name=title,
             detail="#" * level,
             kind=types.SymbolKind.String,
             range=types.Range(
-                start=types.Position(line=line, character=0),
+                start=types.Position(line=row, character=0),
                 end=types.Position(
                     line=last,
                     character=codec.client_num_units(lines[last].rstrip("\r\n")) if last < n else 0,
                 ),
             ),
             selection_range=types.Range(
-                start=types.Position(line=line, character=0),
-                end=types.Position(line=line, character=codec.client_num_units(text)),
+                start=types.Position(line=row, character=0),
+                end=types.Position(line=row, character=codec.client_num_units(text)),
             ),
             children=[],
         )

@@ -1,4 +1,5 @@
-"""Which files to watch, and the server's own watcher for clients that cannot watch files.
+"""Which files to watch, and who watches them: the client, or the server's own watcher for
+clients that cannot watch files.
 
 The globs are what the server registers with the client (``workspace/didChangeWatchedFiles``).
 The watchdog fallback watches only the folders that can hold memory (the root itself, not
@@ -9,18 +10,31 @@ included.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
 
 from ..settings import Settings
 from ..workspace import MEMORY_DIR
 
+if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
+
+    from .folders import Folders
+    from .workers import Folder
+
 log = logging.getLogger(__name__)
 
 SETTINGS_FILE = ".memory-ls.toml"
+WATCH_REGISTRATION = "memory-ls-watch"
+REGISTER_TIMEOUT_S = 5
 _WILDCARDS = set("*?[{")
 
 
@@ -136,3 +150,82 @@ class ServerWatcher:
     def stop(self) -> None:
         with contextlib.suppress(Exception):  # stopping twice or after a failed start
             self._observer.stop()
+
+
+class Watching:
+    """Who watches the memory files: the client (``mode`` "client", registered for the memory
+    globs of every folder that wants watching), else our watcher ("server"), else nobody
+    ("off": searches still sync dirty files). ``on_change(path, is_dir)`` runs on the loop."""
+
+    def __init__(self, ls: LanguageServer, folders: Folders,
+                 on_change: Callable[[Path, bool], None]):
+        self.ls = ls
+        self.folders = folders
+        self.on_change = on_change
+        self.mode = "off"  # "client" | "server" | "off"
+        self.watcher: ServerWatcher | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def setup(self) -> None:
+        """(Re)start watching every folder; after start, settings and folder changes."""
+        self._loop = asyncio.get_running_loop()
+        if not any(f.settings.sync.watch for f in self.folders):
+            return
+        caps = self.ls.client_capabilities
+        if (get_capability(caps, "workspace.did_change_watched_files.dynamic_registration", False)
+                and await self._register()):
+            self.mode = "client"
+            return
+        self.mode = "server"
+        if self.watcher is None:
+            try:
+                self.watcher = ServerWatcher(self._from_thread)
+            except Exception as exc:  # no inotify, etc.: searches still sync dirty files
+                log.warning("cannot watch files: %s", exc)
+                self.mode = "off"
+                return
+        for folder in self.folders:
+            if folder.settings.sync.watch:
+                self.watcher.watch(folder.root, folder.settings)
+
+    def _from_thread(self, path: Path, is_dir: bool) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.on_change, path, is_dir)
+
+    async def _register(self) -> bool:
+        relative = get_capability(self.ls.client_capabilities,
+                                  "workspace.did_change_watched_files.relative_pattern_support",
+                                  False)
+        watchers: list[types.FileSystemWatcher] = []
+        for folder in self.folders:
+            if not folder.settings.sync.watch:
+                continue
+            for glob in memory_globs(folder.settings):
+                pattern: Any = (types.RelativePattern(base_uri=folder.uri, pattern=glob)
+                                if relative else f"**/{glob}")
+                watchers.append(types.FileSystemWatcher(glob_pattern=pattern))
+        try:
+            if self.mode == "client":  # the globs changed: replace the registration
+                await self.ls.client_unregister_capability_async(types.UnregistrationParams(
+                    unregisterations=[types.Unregistration(
+                        id=WATCH_REGISTRATION,
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES)]))
+            await asyncio.wait_for(self.ls.client_register_capability_async(
+                types.RegistrationParams(registrations=[types.Registration(
+                    id=WATCH_REGISTRATION,
+                    method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                        watchers=watchers),
+                )])), REGISTER_TIMEOUT_S)
+            return True
+        except Exception as exc:
+            log.info("client refused file watching (%s); watching files in the server", exc)
+            return False
+
+    def unwatch(self, folder: Folder) -> None:
+        if self.watcher:
+            self.watcher.unwatch(folder.root)
+
+    def stop(self) -> None:
+        if self.watcher:
+            self.watcher.stop()

@@ -1,0 +1,161 @@
+"""Documents: open buffers go to their folder's index (debounced), their citations get
+diagnostics, and files changed on disk (seen by the client or by our watcher) go to their
+folder's sync. pygls keeps the buffer text; this module decides what to do with it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from . import convert
+from .citations import Citations
+from .folders import Folders
+from .watch import SETTINGS_FILE
+from .workers import Folder
+
+if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
+
+DIAGNOSTICS_DELAY_MS = 300  # after an edit in a document outside every folder
+REFRESH_DELAY_MS = 500  # other documents, after an edit or a sync that may fix their citations
+
+
+def buffer_text(ls: LanguageServer, uri: str) -> str | None:
+    """The text of an open document, None when it is not open."""
+    doc = ls.workspace.text_documents.get(uri)
+    return doc.source if doc is not None else None
+
+
+class Documents:
+    def __init__(self, ls: LanguageServer, folders: Folders, citations: Citations, *,
+                 settings_changed: Callable[[Folder], None],
+                 spawn: Callable[[Any], asyncio.Future[Any]]):
+        self.ls = ls
+        self.folders = folders
+        self.citations = citations
+        self._settings_changed = settings_changed  # a folder's .memory-ls.toml changed
+        self._spawn = spawn
+        self._diag_timers: dict[str, asyncio.TimerHandle] = {}
+        self._published: set[str] = set()
+
+    def _open_uris(self) -> list[str]:
+        return list(self.ls.workspace.text_documents)
+
+    def _memory(self, uri: str) -> tuple[Folder, str] | None:
+        """(folder, relative path) of a document that is a memory file of its folder."""
+        hit = self.folders.locate(uri)
+        return hit if hit and hit[0].is_memory(hit[1]) else None
+
+    # -- document sync (pygls has already applied the change to its copy) -------------------
+    def did_open(self, uri: str) -> None:
+        if hit := self._memory(uri):
+            hit[0].doc_changed(uri, hit[1], delay_ms=0)
+        self.schedule_diagnostics(uri, 0)
+
+    def did_change(self, uri: str) -> None:
+        hit = self.folders.locate(uri)
+        delay = None
+        if hit:
+            delay = hit[0].settings.sync.edit_debounce_ms
+            if hit[0].is_memory(hit[1]):
+                hit[0].doc_changed(uri, hit[1])
+        self.schedule_diagnostics(uri, delay)
+
+    def did_save(self, uri: str, text: str | None) -> None:
+        if hit := self._memory(uri):
+            hit[0].doc_saved(uri, hit[1], text)
+
+    def did_close(self, uri: str) -> None:
+        if hit := self._memory(uri):
+            hit[0].doc_closed(uri, hit[1])
+        timer = self._diag_timers.pop(uri, None)
+        if timer:
+            timer.cancel()
+        if uri in self._published:
+            self._published.discard(uri)
+            self.ls.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def reapply(self, folder: Folder) -> None:
+        """A new engine starts without the open buffers: give them back before anything reads."""
+        for uri in self._open_uris():
+            hit = self._memory(uri)
+            if hit and hit[0] is folder:
+                folder.doc_changed(uri, hit[1], delay_ms=0)
+
+    def folder_added(self, folder: Folder) -> None:
+        """Documents opened before their folder joined the workspace."""
+        for uri in self._open_uris():
+            if (hit := self.folders.locate(uri)) and hit[0] is folder:
+                self.did_open(uri)
+
+    def symbols(self, uri: str) -> list[types.DocumentSymbol]:
+        text = buffer_text(self.ls, uri)
+        codec = self.ls.workspace.position_codec
+        return convert.heading_symbols(text.split("\n"), codec) if text else []
+
+    # -- files changed outside the editor ---------------------------------------------------
+    def watched_files_changed(self, changes: Sequence[types.FileEvent]) -> None:
+        for change in changes:
+            fs = to_fs_path(change.uri)
+            if fs:
+                self.fs_changed(Path(fs), False)
+
+    def fs_changed(self, path: Path, is_dir: bool) -> None:
+        """A file (or folder) changed on disk, seen by the client or by our watcher."""
+        hit = self.folders.locate_path(path)
+        if not hit:
+            return
+        folder, rel = hit
+        if rel == SETTINGS_FILE:
+            self._settings_changed(folder)
+        elif is_dir:
+            folder.spawn(folder.sync("watch"))
+        elif folder.is_memory(rel):
+            folder.files_changed([rel])
+
+    # -- diagnostics ------------------------------------------------------------------------
+    def schedule_diagnostics(self, uri: str, delay_ms: int | None) -> None:
+        if uri.endswith(".jsonl"):
+            return
+        old = self._diag_timers.pop(uri, None)
+        if old:
+            old.cancel()
+        delay = (delay_ms if delay_ms is not None else DIAGNOSTICS_DELAY_MS) / 1000
+        self._diag_timers[uri] = asyncio.get_running_loop().call_later(
+            delay, lambda: self._spawn(self.publish_diagnostics(uri)))
+
+    def refresh_diagnostics(self, folder: Folder, exclude: str | None = None) -> None:
+        """An indexed edit or a sync may fix or break citations in other open documents."""
+        for uri in self._open_uris():
+            if uri != exclude and (uri in self._published
+                                   or "#L" in (buffer_text(self.ls, uri) or "")):
+                self.schedule_diagnostics(uri, REFRESH_DELAY_MS)
+
+    async def publish_diagnostics(self, uri: str) -> None:
+        self._diag_timers.pop(uri, None)
+        doc = self.ls.workspace.text_documents.get(uri)
+        if doc is None:
+            return
+        version = doc.version
+        diags = await self.citations.diagnostics(uri, doc.source.split("\n"))
+        cur = self.ls.workspace.text_documents.get(uri)
+        if cur is None or cur.version != version:
+            return  # edited meanwhile: a newer run is scheduled
+        if diags or uri in self._published:
+            self.ls.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+            if diags:
+                self._published.add(uri)
+            else:
+                self._published.discard(uri)
+
+    def cancel(self) -> None:
+        for t in self._diag_timers.values():
+            t.cancel()
+        self._diag_timers.clear()

@@ -1,0 +1,81 @@
+"""Where engine work runs: ``Lane`` (one thread, calls in order) and ``TaskSet`` (background
+asyncio tasks kept alive, their failures logged)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from functools import partial
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class TaskSet:
+    """Background asyncio tasks kept alive until done, their failures logged, cancellable."""
+
+    def __init__(self, name: str, quiet: tuple[type[BaseException], ...] = ()) -> None:
+        self.name = name
+        self.quiet = quiet  # expected failures, not logged
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    def spawn(self, coro: Any) -> asyncio.Future[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Future[Any]) -> None:
+        self._tasks.discard(task)
+        self.log_failure(task)
+
+    def log_failure(self, task: asyncio.Future[Any]) -> None:
+        """Log a failed task (also for tasks tracked elsewhere)."""
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None and not isinstance(exc, self.quiet):
+            log.error("%s: background task failed: %s", self.name, exc, exc_info=exc)
+
+    def cancel(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+
+class Lane:
+    """One daemon thread running submitted calls in order.
+
+    Daemon, so an ``exit`` without ``shutdown`` never hangs on a long sync: SQLite commits per
+    transaction, and an interrupted transaction is rolled back on the next open.
+    """
+
+    def __init__(self, name: str):
+        self._q: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        fut: Future[T] = Future()
+        self._q.put((fut, partial(fn, *args)))
+        return fut
+
+    def _run(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            fut, call = item
+            if not fut.set_running_or_notify_cancel():  # cancelled while queued
+                continue
+            try:
+                fut.set_result(call())
+            except BaseException as exc:  # handed to the awaiting coroutine
+                fut.set_exception(exc)
+
+    def close(self) -> None:
+        self._q.put(None)
