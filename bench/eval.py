@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -382,6 +383,10 @@ def build_settings(args: argparse.Namespace) -> Settings:
     s.query.hybrid.fusion = args.fusion
     s.query.temporal_decay.enabled = args.decay
     s.query.mmr.enabled = args.mmr
+    if args.calibration:
+        from memory_ls.search import calibrate
+
+        calibrate.MIDPOINT, calibrate.SLOPE = (float(x) for x in args.calibration.split(","))
     if args.scoring == "legacy":
         from memory_ls.search import rerank
 
@@ -442,10 +447,8 @@ def run_set(
                         q["query"], max_results=MAX_RESULTS, min_score=0.0, mode=mode
                     )
                     if resp.mode != mode:
-                        warnings.add(
-                            f"{mode}: engine answered in {resp.mode} mode "
-                            f"({resp.fallback_reason or 'no reason given'})"
-                        )
+                        why = re.sub(r"\d+%", "N%", resp.fallback_reason or "no reason given")
+                        warnings.add(f"{mode}: engine answered in {resp.mode} mode ({why})")
                     m = score_query(resp.results, q["relevant"])
                     m["ms"] = resp.took_ms
                     m["category"] = q.get("category")
@@ -467,6 +470,10 @@ def run_set(
                                     **{k: m[k] for k in METRICS},
                                     "ms": round(m["ms"], 2),
                                     "top": [h.citation for h in resp.results[:5]],
+                                    "hits": [
+                                        [round(h.score, 4), h.path, h.start_line, h.end_line]
+                                        for h in resp.results
+                                    ],
                                     "relevant": q["relevant"],
                                 },
                                 ensure_ascii=False,
@@ -477,6 +484,16 @@ def run_set(
                 for kind, query in no_answer_queries([t for _, t in es.corpus[ws]]):
                     nresp = engine.search(query, mode=answers_mode)
                     answers.add_no_answer(kind, [h.score for h in nresp.results])
+                    if per_query:
+                        zero = engine.search(query, mode=answers_mode, min_score=0.0)
+                        row = {
+                            "set": es.name,
+                            "mode": "no-answer",
+                            "kind": kind,
+                            "query": query,
+                            "hits": [[round(h.score, 4), h.path] for h in zero.results],
+                        }
+                        per_query.write(json.dumps(row, ensure_ascii=False) + "\n")
         finally:
             save_index(engine, idx, run, es, cache_dir, key, key_info)
         ws_runs.append(run)
@@ -610,6 +627,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fusion", choices=("weighted", "rrf"), default="weighted")
     ap.add_argument("--decay", action="store_true", help="temporal decay on")
     ap.add_argument("--mmr", action="store_true", help="MMR re-ranking on")
+    ap.add_argument(
+        "--calibration",
+        metavar="MIDPOINT,SLOPE",
+        help="try other constants of search/calibrate.py (tuning only)",
+    )
     ap.add_argument(
         "--scoring",
         choices=("calibrated", "legacy"),

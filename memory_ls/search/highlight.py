@@ -64,6 +64,12 @@ def _matching_lines(lines: Sequence[str], terms: Sequence[Term]) -> dict[int, se
         conn.close()
 
 
+def terms_in(text: str, terms: Sequence[Term]) -> set[Term]:
+    """The terms FTS5 finds in ``text`` (as the index tokenizes it: stemmed, folded)."""
+    found = _matching_lines([text], terms) if terms and text else {}
+    return found.get(0, set())
+
+
 def highlight(query: str, chunks: Sequence[tuple[str, Sequence[int]]]) -> list[Highlight]:
     """For each chunk, given as its text and the original line number of each of its lines:
     the line matching most of the query's words, and the query's terms found in the chunk.

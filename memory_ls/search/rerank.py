@@ -29,7 +29,8 @@ def bm25_score(rank: float, best_rank: float) -> float:
 class Candidate:
     chunk_id: int
     vector: float | None = None  # cosine similarity, None when this chunk has no vector
-    text: float = 0.0  # normalised BM25, 0 when the chunk does not match the words
+    text: float = 0.0  # keyword score: text_rel x the query's keyword coverage
+    text_rel: float = 0.0  # BM25 / the query's best BM25, 0 when no word matches
     vector_rank: int | None = None
     text_rank: int | None = None
     score: float = 0.0
@@ -46,10 +47,21 @@ def fuse_weighted(c: Candidate, vector_weight: float, text_weight: float) -> flo
     """Weighted sum over the sides that exist for this chunk (a keyword hit on a chunk whose
     vector is not computed yet is scored by its keywords), never below KEYWORD_ALONE x text."""
     if c.vector is None:
-        return c.text
+        return max(c.text, KEYWORD_ALONE * c.text_rel)
     total = vector_weight + text_weight
     fused = (vector_weight * max(c.vector, 0.0) + text_weight * c.text) / total
-    return max(fused, KEYWORD_ALONE * c.text)
+    return max(fused, KEYWORD_ALONE * c.text_rel)
+
+
+def coverage(
+    matched: set[tuple[str, bool]], terms: Sequence[tuple[str, bool]], df: Sequence[int], total: int
+) -> float:
+    """The IDF-weighted share of the query's terms in ``matched`` (BM25's IDF)."""
+    weights = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n in df]
+    whole = sum(weights)
+    if whole <= 0:
+        return 1.0 if matched else 0.0
+    return sum(w for t, w in zip(terms, weights, strict=True) if t in matched) / whole
 
 
 def fuse_rrf(c: Candidate, k: int) -> float:
