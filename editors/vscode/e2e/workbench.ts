@@ -1,0 +1,206 @@
+// What a user does in the workbench, as keyboard and mouse actions on the real page, and what
+// they see, read back from the page.
+
+import { Locator, Page } from 'playwright-core';
+
+export const MEMORY_STATUS = '[id="memory-ls.memory-ls.memoryLs.status"]';
+
+/** Monaco renders spaces as no-break spaces. */
+function plain(text: string): string {
+  return text.replace(/\u00a0/g, ' ');
+}
+
+export class Workbench {
+  constructor(readonly page: Page) {}
+
+  get quickInput(): Locator {
+    return this.page.locator('.quick-input-widget');
+  }
+
+  /** Rows of the open quick input. */
+  get rows(): Locator {
+    return this.quickInput.locator('.quick-input-list .monaco-list-row');
+  }
+
+  row(hasText: string | RegExp): Locator {
+    return this.rows.filter({ hasText });
+  }
+
+  get activeEditor(): Locator {
+    return this.page.locator('.editor-group-container.active .editor-instance .monaco-editor').first();
+  }
+
+  /** A command from the palette (F1), by its title. */
+  async command(title: string): Promise<void> {
+    await this.page.keyboard.press('F1');
+    const input = this.quickInput.locator('input');
+    await input.waitFor();
+    await input.fill(`>${title}`);
+    const exact = this.rows.filter({ has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRe(title)}$`) }) });
+    await exact.first().click();
+  }
+
+  /** Quick Open (Ctrl+P) a file of the workspace, and wait for its tab. */
+  async openFile(relPath: string): Promise<void> {
+    await this.page.keyboard.press('Control+p');
+    await this.quickInput.locator('input').fill(relPath);
+    const name = relPath.split('/').pop()!;
+    // Recently opened files come first until the list is filtered: wait for ours on top.
+    await this.rows.and(this.page.locator('.focused')).filter({ has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRe(name)}$`) }) }).waitFor();
+    await this.page.keyboard.press('Enter');
+    await this.waitForTab(name);
+  }
+
+  async waitForTab(name: string): Promise<void> {
+    await this.page.locator(`.editor-group-container.active .tab.active[data-resource-name="${name}"]`).waitFor();
+  }
+
+  /** The cursor as the status bar shows it ("Ln 6, Col 1"). */
+  async cursor(): Promise<{ line: number; col: number }> {
+    const text = await this.page.locator('[id="status.editor.selection"]').innerText();
+    const m = /Ln (\d+), Col (\d+)/.exec(text);
+    if (!m) {
+      throw new Error(`no cursor position in the status bar: "${text}"`);
+    }
+    return { line: Number(m[1]), col: Number(m[2]) };
+  }
+
+  async waitForCursorLine(line: number): Promise<void> {
+    await this.page.locator('[id="status.editor.selection"]', { hasText: new RegExp(`Ln ${line},`) }).waitFor();
+  }
+
+  /** Go to line:col with Ctrl+G. */
+  async goTo(line: number, col = 1): Promise<void> {
+    await this.page.keyboard.press('Control+g');
+    await this.quickInput.locator('input').fill(`:${line}:${col}`);
+    await this.page.keyboard.press('Enter');
+    await this.waitForCursorLine(line);
+  }
+
+  /** The rendered text of every visible line of the active editor, by line number. */
+  async lines(): Promise<Map<number, string>> {
+    const editor = this.activeEditor;
+    const numbers = await editor.locator('.margin-view-overlays .line-numbers').evaluateAll((els) =>
+      els.map((e) => [(e.parentElement as HTMLElement).style.top, (e as HTMLElement).innerText.trim()]),
+    );
+    const texts = await editor.locator('.view-lines .view-line').evaluateAll((els) => els.map((e) => [(e as HTMLElement).style.top, (e as HTMLElement).innerText]));
+    const byTop = new Map(texts.map(([top, text]) => [top, text]));
+    const out = new Map<number, string>();
+    for (const [top, n] of numbers) {
+      if (/^\d+$/.test(n) && byTop.has(top)) {
+        out.set(Number(n), plain(byTop.get(top)!));
+      }
+    }
+    return out;
+  }
+
+  /** The text of line `n`, once the editor has rendered it. */
+  async line(n: number): Promise<string> {
+    for (let i = 0; i < 25; i++) {
+      const text = (await this.lines()).get(n);
+      if (text !== undefined) {
+        return text;
+      }
+      await this.page.waitForTimeout(200);
+    }
+    throw new Error(`line ${n} is not on screen`);
+  }
+
+  /** Line numbers with a selection on them in the active editor. */
+  async selectedLines(): Promise<number[]> {
+    const editor = this.activeEditor;
+    const tops = await editor.locator('.view-overlays .selected-text').evaluateAll((els) => els.map((e) => (e.parentElement as HTMLElement).style.top || (e as HTMLElement).style.top));
+    const numbers = await editor.locator('.margin-view-overlays .line-numbers').evaluateAll((els) =>
+      els.map((e) => [(e.parentElement as HTMLElement).style.top, (e as HTMLElement).innerText.trim()]),
+    );
+    const byTop = new Map(numbers.map(([top, n]) => [top, Number(n)]));
+    return [...new Set(tops.map((t) => byTop.get(t)).filter((n): n is number => n !== undefined))].sort((a, b) => a - b);
+  }
+
+  /** The screen point over a character of a visible line (1-based line and column). */
+  async pointAt(lineNo: number, col: number): Promise<{ x: number; y: number }> {
+    const editor = this.activeEditor;
+    const top = await editor
+      .locator('.margin-view-overlays .line-numbers', { hasText: new RegExp(`^${lineNo}$`) })
+      .evaluate((e) => (e.parentElement as HTMLElement).style.top);
+    const line = editor.locator(`.view-lines .view-line[style*="top:${top}"], .view-lines .view-line[style*="top: ${top}"]`).first();
+    const span = line.locator(':scope > span');
+    const box = await span.boundingBox();
+    const text = plain(await span.innerText());
+    if (!box || text.length === 0) {
+      throw new Error(`line ${lineNo} has no text on screen`);
+    }
+    const charWidth = box.width / text.length;
+    return { x: box.x + (col - 0.5) * charWidth, y: box.y + box.height / 2 };
+  }
+
+  /** Types into the focused editor as a person would, key by key. */
+  async type(text: string): Promise<void> {
+    await this.page.keyboard.type(text, { delay: 10 });
+  }
+
+  /** Closes every editor without saving, the panel, and any open quick input or hover. */
+  async reset(): Promise<void> {
+    for (let i = 0; i < 3; i++) {
+      await this.page.keyboard.press('Escape');
+    }
+    const dirty = this.page.locator('.tab.dirty');
+    for (let n = await dirty.count(); n > 0; n--) {
+      await dirty.first().click();
+      await this.command('View: Revert and Close Editor');
+      await this.page.waitForFunction((left) => document.querySelectorAll('.tab.dirty').length < left, n);
+    }
+    await this.command('View: Close All Editor Groups');
+    await this.page.waitForFunction(() => document.querySelectorAll('.tab').length === 0);
+    if (await this.page.locator('.part.panel').isVisible()) {
+      await this.command('View: Hide Panel');
+    }
+  }
+
+  /** The text field of the quick input once it shows `placeholder` (or holds `value`). */
+  async quickInputReady(want: { placeholder?: string; value?: string }): Promise<Locator> {
+    const input = this.quickInput.locator('input');
+    await this.page.waitForFunction(
+      ({ placeholder, value }) => {
+        const el = document.querySelector<HTMLInputElement>('.quick-input-widget input');
+        const shown = !!el && el.offsetParent !== null && document.activeElement === el;
+        return shown && (placeholder === undefined || el.placeholder.startsWith(placeholder)) && (value === undefined || el.value === value);
+      },
+      want,
+    );
+    return input;
+  }
+
+  async statusBarMessage(hasText: string | RegExp): Promise<void> {
+    await this.page.locator('.statusbar-item', { hasText }).first().waitFor();
+  }
+
+  /** The clipboard once something was written to it (the extension host writes it a moment later). */
+  async clipboard(): Promise<string> {
+    for (let i = 0; i < 25; i++) {
+      const text = await this.page.evaluate(() => navigator.clipboard.readText());
+      if (text) {
+        return text;
+      }
+      await this.page.waitForTimeout(200);
+    }
+    return '';
+  }
+
+  async memoryStatus(): Promise<string> {
+    return (await this.page.locator(MEMORY_STATUS).innerText()).trim();
+  }
+}
+
+export function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** `path:a-b` (the hit's description) -> the citation `path#La-Lb`. */
+export function citationOf(description: string): string {
+  const m = /(\S+\.md):(\d+)(?:-(\d+))?/.exec(description);
+  if (!m) {
+    throw new Error(`no path:lines in "${description}"`);
+  }
+  return m[3] && m[3] !== m[2] ? `${m[1]}#L${m[2]}-L${m[3]}` : `${m[1]}#L${m[2]}`;
+}
