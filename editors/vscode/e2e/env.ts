@@ -65,10 +65,14 @@ export function checkChromium(): void {
 
 /**
  * The small real embedding model the Python tests use (tests/model_util.py builds it once into
- * <repo>/.cache/models from a PyPI wheel). Undefined when it cannot be had: search is then
- * keyword-only, and the status bar check expects that.
+ * <repo>/.cache/models from a PyPI wheel). Undefined when it cannot be had (or with
+ * MEMORY_LS_E2E_MODEL=none): search is then keyword-only, and the checks expect that.
  */
 export function testModel(server: Server): string | undefined {
+  if (process.env.MEMORY_LS_E2E_MODEL === 'none') {
+    console.log('e2e: MEMORY_LS_E2E_MODEL=none: no model, expecting keyword-only search');
+    return undefined;
+  }
   const code = 'import sys; sys.path.insert(0, sys.argv[1]); from tests.model_util import ensure_test_model; print(ensure_test_model())';
   const r = spawnSync(server.python, ['-c', code, REPO], { encoding: 'utf8', cwd: REPO, timeout: 15 * 60 * 1000 });
   const model = r.stdout?.trim().split('\n').pop();

@@ -12,6 +12,9 @@ CACHE="${MEMORY_LS_E2E_CACHE:-$HOME/.cache/memory-ls-e2e}"
 NODE_DIR="$CACHE/node-$NODE_VERSION"
 CODE_SERVER_DIR="$CACHE/code-server-$CODE_SERVER_VERSION"
 mkdir -p "$CACHE"
+# Under `npm run`, the outer npm's user agent (its Node version) would reach code-server's
+# postinstall check, which reads it: let the inner npm set its own.
+unset npm_config_user_agent
 
 # Installs into a temporary folder renamed at the end: an interrupted install never looks complete.
 install_into() {

@@ -77,18 +77,23 @@ export class Workbench {
     await this.waitForCursorLine(line);
   }
 
-  /** The rendered text of every visible line of the active editor, by line number. */
-  async lines(): Promise<Map<number, string>> {
-    const editor = this.activeEditor;
-    const numbers = await editor.locator('.margin-view-overlays .line-numbers').evaluateAll((els) =>
+  /** Line numbers of the active editor's rendered lines, by their CSS top (how Monaco places them). */
+  private async lineNumbersByTop(): Promise<Map<string, number>> {
+    const numbers = await this.activeEditor.locator('.margin-view-overlays .line-numbers').evaluateAll((els) =>
       els.map((e) => [(e.parentElement as HTMLElement).style.top, (e as HTMLElement).innerText.trim()]),
     );
-    const texts = await editor.locator('.view-lines .view-line').evaluateAll((els) => els.map((e) => [(e as HTMLElement).style.top, (e as HTMLElement).innerText]));
-    const byTop = new Map(texts.map(([top, text]) => [top, text]));
+    return new Map(numbers.filter(([, n]) => /^\d+$/.test(n)).map(([top, n]) => [top, Number(n)]));
+  }
+
+  /** The rendered text of every visible line of the active editor, by line number. */
+  async lines(): Promise<Map<number, string>> {
+    const byTop = await this.lineNumbersByTop();
+    const texts = await this.activeEditor.locator('.view-lines .view-line').evaluateAll((els) => els.map((e) => [(e as HTMLElement).style.top, (e as HTMLElement).innerText]));
     const out = new Map<number, string>();
-    for (const [top, n] of numbers) {
-      if (/^\d+$/.test(n) && byTop.has(top)) {
-        out.set(Number(n), plain(byTop.get(top)!));
+    for (const [top, text] of texts) {
+      const n = byTop.get(top);
+      if (n !== undefined) {
+        out.set(n, plain(text));
       }
     }
     return out;
@@ -108,12 +113,8 @@ export class Workbench {
 
   /** Line numbers with a selection on them in the active editor. */
   async selectedLines(): Promise<number[]> {
-    const editor = this.activeEditor;
-    const tops = await editor.locator('.view-overlays .selected-text').evaluateAll((els) => els.map((e) => (e.parentElement as HTMLElement).style.top || (e as HTMLElement).style.top));
-    const numbers = await editor.locator('.margin-view-overlays .line-numbers').evaluateAll((els) =>
-      els.map((e) => [(e.parentElement as HTMLElement).style.top, (e as HTMLElement).innerText.trim()]),
-    );
-    const byTop = new Map(numbers.map(([top, n]) => [top, Number(n)]));
+    const byTop = await this.lineNumbersByTop();
+    const tops = await this.activeEditor.locator('.view-overlays .selected-text').evaluateAll((els) => els.map((e) => (e.parentElement as HTMLElement).style.top));
     return [...new Set(tops.map((t) => byTop.get(t)).filter((n): n is number => n !== undefined))].sort((a, b) => a - b);
   }
 
@@ -185,10 +186,6 @@ export class Workbench {
       await this.page.waitForTimeout(200);
     }
     return '';
-  }
-
-  async memoryStatus(): Promise<string> {
-    return (await this.page.locator(MEMORY_STATUS).innerText()).trim();
   }
 }
 
