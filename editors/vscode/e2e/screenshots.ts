@@ -42,15 +42,23 @@ async function vscodePictures(parts: Parts): Promise<void> {
     await page.locator(MEMORY_STATUS, { hasText: 'Memory:' }).waitFor({ timeout: 90_000 });
 
     await wb.openFile('MEMORY.md');
-    const row = await searchFor(wb, 'why was checkout slow', 'memory/2026-02-03-incident.md');
-    await page.waitForTimeout(500); // let the other rows settle
+    // Two hits: the incident by words and meaning, the API design note by meaning alone.
+    const row = await searchFor(wb, 'redis ran out of memory', 'memory/2026-02-03-incident.md');
+    await wb.row('memory/2026-01-10-api-design.md').waitFor();
     await row.hover();
     await page.screenshot({ path: path.join(IMAGES, 'vscode-search.png'), clip: around(page, 8, await wb.quickInput.boundingBox()) });
     await wb.reset();
 
     const hover = await hoverCitation(wb);
-    const citationLine = wb.activeEditor.locator('.view-line', { hasText: 'memory/2026-01-10-api-design.md#L5-L9' });
-    await page.screenshot({ path: path.join(IMAGES, 'vscode-hover.png'), clip: around(page, 12, await hover.boundingBox(), await citationLine.boundingBox()) });
+    const citationLine = await wb.activeEditor.locator('.view-line', { hasText: 'memory/2026-01-10-api-design.md#L5-L9' }).boundingBox();
+    const gutter = await wb.activeEditor.locator('.margin').boundingBox();
+    const box = await hover.boundingBox();
+    if (box && citationLine && gutter) {
+      // From the line numbers to the hover's right edge, from the hover's top to the citation.
+      const x = gutter.x;
+      const y = box.y - 6;
+      await page.screenshot({ path: path.join(IMAGES, 'vscode-hover.png'), clip: { x, y, width: box.x + box.width + 10 - x, height: citationLine.y + citationLine.height + 6 - y } });
+    }
     await wb.reset();
 
     await wb.openFile('memory/people.md');
@@ -106,7 +114,7 @@ async function neovimPictures(parts: Parts): Promise<void> {
     term.start([nvim, '-u', init, '--cmd', 'set termguicolors', 'MEMORY.md'], env, workspace);
     await term.waitFor(/memory: (hybrid|keyword-only)/, 60_000);
 
-    term.keys(':lua require("memory_ls").search("why was checkout slow", { picker = "quickfix" })', 'Enter');
+    term.keys(':lua require("memory_ls").search("redis ran out of memory", { picker = "quickfix" })', 'Enter');
     await term.waitFor(/2026-02-03-incident\.md\|/);
     term.keys(':echo', 'Enter');
     await new Promise((r) => setTimeout(r, 500));

@@ -19,8 +19,9 @@ export class Tmux {
   }
 
   start(command: string[], env: Record<string, string>, cwd: string): void {
-    const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-    this.tmux('new-session', '-d', '-x', String(this.cols), '-y', String(this.rows), '-c', cwd, ...envArgs, ...command);
+    // Through env(1): the shell tmux starts may rewrite PATH from its profile.
+    const withEnv = ['env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...command];
+    this.tmux('new-session', '-d', '-x', String(this.cols), '-y', String(this.rows), '-c', cwd, ...withEnv);
     this.tmux('set-option', '-g', 'status', 'off');
   }
 

@@ -120,19 +120,22 @@ export class Workbench {
 
   /** The screen point over a character of a visible line (1-based line and column). */
   async pointAt(lineNo: number, col: number): Promise<{ x: number; y: number }> {
-    const editor = this.activeEditor;
-    const top = await editor
-      .locator('.margin-view-overlays .line-numbers', { hasText: new RegExp(`^${lineNo}$`) })
-      .evaluate((e) => (e.parentElement as HTMLElement).style.top);
-    const line = editor.locator(`.view-lines .view-line[style*="top:${top}"], .view-lines .view-line[style*="top: ${top}"]`).first();
-    const span = line.locator(':scope > span');
-    const box = await span.boundingBox();
-    const text = plain(await span.innerText());
-    if (!box || text.length === 0) {
-      throw new Error(`line ${lineNo} has no text on screen`);
+    for (let i = 0; i < 25; i++) {
+      const top = [...(await this.lineNumbersByTop())].find(([, n]) => n === lineNo)?.[0];
+      const box = top === undefined ? undefined : await this.activeEditor.locator('.view-lines .view-line').evaluateAll((els, t) => {
+        const line = els.find((e) => (e as HTMLElement).style.top === t);
+        const span = line?.querySelector(':scope > span') as HTMLElement | null;
+        const r = span?.getBoundingClientRect();
+        return r && span ? { x: r.x, y: r.y, width: r.width, height: r.height, chars: span.innerText.length } : undefined;
+      }, top);
+      if (box && box.chars > 0) {
+        // A monospace font: every character is as wide.
+        const charWidth = box.width / box.chars;
+        return { x: box.x + (col - 0.5) * charWidth, y: box.y + box.height / 2 };
+      }
+      await this.page.waitForTimeout(200);
     }
-    const charWidth = box.width / text.length;
-    return { x: box.x + (col - 0.5) * charWidth, y: box.y + box.height / 2 };
+    throw new Error(`line ${lineNo} has no text on screen`);
   }
 
   /** Types into the focused editor as a person would, key by key. */
