@@ -92,11 +92,31 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** Process groups of running code-servers, killed if the suite itself is stopped or crashes. */
+const running = new Set<number>();
+process.on('exit', () => {
+  for (const group of running) {
+    try {
+      process.kill(-group, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+});
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => process.exit(1));
+}
+
 export class CodeServer {
   private constructor(
     readonly url: string,
     private readonly proc: ChildProcess,
-  ) {}
+  ) {
+    if (proc.pid !== undefined) {
+      running.add(proc.pid);
+      proc.once('exit', () => running.delete(proc.pid!));
+    }
+  }
 
   static async start(o: CodeServerOptions, settings: Record<string, unknown>): Promise<CodeServer> {
     const port = await freePort();

@@ -43,7 +43,11 @@ class Results {
       await instance.session.page.screenshot({ path: shot }).catch(() => undefined);
       console.log(`FAIL ${check.name}\n     ${String(error instanceof Error ? error.message : error).split('\n').join('\n     ')}\n     screenshot: ${shot}`);
     }
-    await ctx.wb.reset().catch((error) => console.log(`     (reset failed: ${String(error)})`));
+    await ctx.wb.reset().catch(async (error) => {
+      const shot = path.join(ARTIFACTS, `reset-after-${slug(check.name)}.png`);
+      await instance.session.page.screenshot({ path: shot }).catch(() => undefined);
+      console.log(`     (reset failed: ${String(error).split('\n')[0]}; screenshot: ${shot})`);
+    });
   }
 
   /** A part of the run that never got to its checks counts as one failure. */

@@ -12,7 +12,9 @@ export class Tmux {
   constructor(
     readonly cols: number,
     readonly rows: number,
-  ) {}
+  ) {
+    process.once('exit', () => this.kill());
+  }
 
   private tmux(...args: string[]): string {
     return execFileSync('tmux', ['-L', this.socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });

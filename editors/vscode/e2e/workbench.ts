@@ -148,14 +148,18 @@ export class Workbench {
     for (let i = 0; i < 3; i++) {
       await this.page.keyboard.press('Escape');
     }
-    const dirty = this.page.locator('.tab.dirty');
-    for (let n = await dirty.count(); n > 0; n--) {
-      await dirty.first().click();
-      await this.command('View: Revert and Close Editor');
-      await this.page.waitForFunction((left) => document.querySelectorAll('.tab.dirty').length < left, n);
-    }
     await this.command('View: Close All Editor Groups');
-    await this.page.waitForFunction(() => document.querySelectorAll('.tab').length === 0);
+    const dontSave = this.page.locator('.monaco-dialog-box').getByRole('button', { name: "Don't Save" });
+    const deadline = Date.now() + 10_000;
+    while ((await this.page.locator('.tab').count()) > 0) {
+      if (Date.now() > deadline) {
+        throw new Error('editors still open after Close All Editor Groups');
+      }
+      if (await dontSave.isVisible()) {
+        await dontSave.click(); // unsaved edits of a check are dropped
+      }
+      await this.page.waitForTimeout(100);
+    }
     if (await this.page.locator('.part.panel').isVisible()) {
       await this.command('View: Hide Panel');
     }
