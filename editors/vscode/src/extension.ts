@@ -23,6 +23,7 @@ import { citationInsertion, HitItem, Latest, resultToItems, searchSummary } from
 import { installCommand, resolveServerCommand, RestartBudget, ServerCommand, startFailureMessage } from './serverCommand';
 import { changeKind, documentSelector, serverSettingKeys, serverSettings } from './settings';
 import { ProgressTracker, statusBar, statusMarkdown, syncSummary, UiState } from './statusText';
+import { workspaceSymbolName } from './workspaceSymbols';
 
 const STATUS_SCHEME = 'memory-status';
 const STATUS_URI = vscode.Uri.parse(`${STATUS_SCHEME}:Memory%20status.md`);
@@ -169,6 +170,13 @@ class MemoryExtension {
               return this.settingsFor(scope);
             });
           },
+        },
+        provideWorkspaceSymbols: async (query, token, next) => {
+          const symbols = await next(query, token);
+          for (const symbol of symbols ?? []) {
+            symbol.name = workspaceSymbolName(symbol.name, query);
+          }
+          return symbols;
         },
         handleWorkDoneProgress: (token, params, next) => {
           this.progress.update(token, params as P.WorkDoneValue);

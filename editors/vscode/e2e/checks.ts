@@ -1,0 +1,230 @@
+// The checks, each done the way a user would in the real workbench.
+
+import * as assert from 'node:assert/strict';
+
+import { Locator } from 'playwright-core';
+
+import { citationOf, MEMORY_STATUS, Workbench } from './workbench';
+
+export interface Context {
+  wb: Workbench;
+  /** Search is hybrid (the test model is there), else keyword-only. */
+  hybrid: boolean;
+}
+
+export interface Check {
+  name: string;
+  run(ctx: Context): Promise<void>;
+}
+
+const API_NOTE = 'memory/2026-01-10-api-design.md';
+const CITATION_LINE = 8; // MEMORY.md: "- Rate limiting decision: see memory/2026-01-10-api-design.md#L5-L9."
+const CITATION = `${API_NOTE}#L5-L9`;
+
+/** Memory: Search (or Insert Citation), a query typed in, and the row of the hit in `file`. */
+export async function searchFor(wb: Workbench, query: string, file: string, command = 'Memory: Search'): Promise<Locator> {
+  await wb.command(command);
+  await wb.quickInputReady({ placeholder: 'Search memory' });
+  await wb.type(query);
+  const row = wb.row(`${file}:`).first();
+  await row.waitFor();
+  return row;
+}
+
+async function description(row: Locator): Promise<string> {
+  return (await row.locator('.label-description').first().innerText()).trim();
+}
+
+async function clickButton(row: Locator, label: string): Promise<void> {
+  await row.hover();
+  await row.locator(`.action-label[aria-label="${label}"]`).click();
+}
+
+/** An editor on `file` with the cursor on a new last line that starts with `prefix`. */
+async function newLastLine(wb: Workbench, file: string, prefix: string): Promise<number> {
+  await wb.openFile(file);
+  await wb.activeEditor.click();
+  await wb.page.keyboard.press('Control+End');
+  const { line } = await wb.cursor();
+  await wb.type(prefix);
+  return line;
+}
+
+async function citationColumn(wb: Workbench): Promise<number> {
+  const text = await wb.line(CITATION_LINE);
+  const at = text.indexOf(CITATION);
+  assert.ok(at >= 0, `MEMORY.md line ${CITATION_LINE} cites ${CITATION}: "${text}"`);
+  return at + 1 + 10; // 1-based, inside the citation
+}
+
+export async function hoverCitation(wb: Workbench): Promise<Locator> {
+  await wb.openFile('MEMORY.md');
+  const p = await wb.pointAt(CITATION_LINE, await citationColumn(wb));
+  await wb.page.mouse.move(p.x, p.y - 30);
+  await wb.page.mouse.move(p.x, p.y, { steps: 5 });
+  const hover = wb.page.locator('.monaco-hover:visible', { hasText: 'We chose a token bucket' });
+  await hover.waitFor();
+  return hover;
+}
+
+export const CHECKS: Check[] = [
+  {
+    name: 'the status bar shows the search mode',
+    async run({ wb, hybrid }) {
+      // The item shows progress while the vectors are computed, then the mode.
+      const want = hybrid ? /^\s*Memory: hybrid\s*$/ : /^\s*Memory: keyword-only\s*$/;
+      await wb.page.locator(MEMORY_STATUS, { hasText: want }).waitFor({ timeout: 90_000 });
+    },
+  },
+  {
+    name: 'Memory: Search lists hits with heading, path:lines and score',
+    async run({ wb, hybrid }) {
+      const row = await searchFor(wb, 'token bucket refills', API_NOTE);
+      assert.equal((await row.locator('.label-name').first().innerText()).trim(), 'API design review');
+      const desc = await description(row);
+      assert.match(desc, /^memory\/2026-01-10-api-design\.md:\d+(-\d+)?\s+·\s+[01]\.\d\d\b/);
+      assert.equal(/vector \d/.test(desc), hybrid, `vector score shown only in hybrid mode: "${desc}"`);
+      const title = await wb.quickInput.locator('.quick-input-title').innerText();
+      assert.match(title, hybrid ? /· hybrid/ : /· keyword-only/);
+    },
+  },
+  {
+    name: 'Enter opens the hit at its best line',
+    async run({ wb }) {
+      const row = await searchFor(wb, 'token bucket refills', API_NOTE);
+      const [, start, end] = /:(\d+)-?(\d+)?/.exec(await description(row))!;
+      await wb.page.keyboard.press('Enter');
+      await wb.waitForTab('2026-01-10-api-design.md');
+      const { line } = await wb.cursor();
+      assert.ok(line >= Number(start) && line <= Number(end ?? start), `cursor line ${line} inside the hit ${start}-${end}`);
+      // Line 7, "The bucket holds 100 tokens and refills...", holds all three words; the hit starts at 1.
+      assert.match(await wb.line(line), /tokens and refills/, `the cursor is on the best line (${line})`);
+    },
+  },
+  {
+    name: 'the copy button copies the citation',
+    async run({ wb }) {
+      const row = await searchFor(wb, 'token bucket refills', API_NOTE);
+      const citation = citationOf(await description(row));
+      await clickButton(row, 'Copy the citation');
+      await wb.statusBarMessage(`Copied ${citation}`);
+      assert.equal(await wb.clipboard(), citation);
+    },
+  },
+  {
+    name: 'the insert button inserts the citation into the editor',
+    async run({ wb }) {
+      const line = await newLastLine(wb, 'MEMORY.md', 'Also: ');
+      const row = await searchFor(wb, 'checkout latency incident', 'memory/2026-02-03-incident.md');
+      const citation = citationOf(await description(row));
+      await clickButton(row, 'Insert the citation');
+      await wb.quickInput.waitFor({ state: 'hidden' });
+      assert.equal(await wb.line(line), `Also: ${citation}`);
+    },
+  },
+  {
+    name: 'the open-to-the-side button opens the hit beside the editor',
+    async run({ wb }) {
+      await wb.openFile('MEMORY.md');
+      const row = await searchFor(wb, 'deploy rollback releases', 'memory/2026-02-20-deploys.md');
+      await clickButton(row, 'Open to the side');
+      await wb.waitForTab('2026-02-20-deploys.md');
+      assert.equal(await wb.page.locator('.editor-group-container').count(), 2);
+      await wb.page.locator('.editor-group-container:not(.active) .tab.active[data-resource-name="MEMORY.md"]').waitFor();
+    },
+  },
+  {
+    name: 'Memory: Insert Citation inserts the citation at the cursor',
+    async run({ wb }) {
+      const line = await newLastLine(wb, 'memory/people.md', '- Runbook: ');
+      const row = await searchFor(wb, 'rollback fly releases', 'memory/2026-02-20-deploys.md', 'Memory: Insert Citation');
+      const citation = citationOf(await description(row));
+      await wb.page.keyboard.press('Enter');
+      await wb.quickInput.waitFor({ state: 'hidden' });
+      assert.equal(await wb.line(line), `- Runbook: ${citation}`);
+    },
+  },
+  {
+    name: 'hover on a citation previews the cited lines',
+    async run({ wb }) {
+      const hover = await hoverCitation(wb);
+      const text = await hover.innerText();
+      assert.match(text, /memory\/2026-01-10-api-design\.md#L5-L9\s*\(lines 5-9 of 13\)/);
+      assert.match(text, /Rate limiting[\s\S]*too much memory per key/);
+    },
+  },
+  {
+    name: 'Go to Definition (F12) on a citation opens the cited lines',
+    async run({ wb }) {
+      await wb.openFile('MEMORY.md');
+      await wb.goTo(CITATION_LINE, await citationColumn(wb));
+      await wb.page.keyboard.press('F12');
+      await wb.waitForTab('2026-01-10-api-design.md');
+      await wb.waitForCursorLine(5);
+    },
+  },
+  {
+    name: 'the citation is a document link to the cited lines',
+    async run({ wb }) {
+      const hover = await hoverCitation(wb);
+      // The link's own tooltip, shown by VS Code for a document link.
+      await hover.getByText(`Open ${CITATION}`).click();
+      await wb.waitForTab('2026-01-10-api-design.md');
+      // VS Code selects from the link's first line to the start of its last one (L5-L9: 5-8).
+      await wb.waitForCursorLine(9);
+      const selected = await wb.selectedLines();
+      assert.equal(selected[0], 5, `the selection starts at the cited line 5: ${selected.join(',')}`);
+    },
+  },
+  {
+    name: 'Go to Symbol in Workspace (Ctrl+T) finds notes by a word of their text',
+    async run({ wb }) {
+      // VS Code sends the provider only the first word typed, and shows a symbol only if its name
+      // matches: "People" does not, the extension's name for the hit does.
+      await wb.page.keyboard.press('Control+t');
+      await wb.quickInputReady({ value: '#' });
+      await wb.type('Redis');
+      const row = wb.row('memory/people.md').first();
+      await row.waitFor();
+      assert.match(await row.locator('.label-name').first().innerText(), /^People\b/);
+      await wb.row('memory/2026-02-03-incident.md').first().waitFor();
+      await row.click();
+      await wb.waitForTab('people.md');
+    },
+  },
+  {
+    name: 'live reindexing: an unsaved edit is found by search',
+    async run({ wb }) {
+      await newLastLine(wb, 'memory/people.md', '- Zephyrine: runs the quarterly chaos drills.');
+      await wb.page.locator('.tab.active.dirty').waitFor();
+      const row = await searchFor(wb, 'Zephyrine chaos drills', 'memory/people.md');
+      assert.match(await row.innerText(), /Zephyrine/);
+      assert.equal(await wb.page.locator('.tab.dirty').count(), 1, 'the note is still unsaved');
+    },
+  },
+  {
+    name: 'a broken citation gets a diagnostic in the Problems panel',
+    async run({ wb }) {
+      await newLastLine(wb, 'MEMORY.md', '- Old decision: memory/2025-12-01-gone.md#L1-L3');
+      await wb.page.keyboard.press('Control+Shift+m');
+      const problem = wb.page.locator('.markers-panel .monaco-list-row', { hasText: 'memory-ls' }).first();
+      await problem.waitFor();
+      assert.match(await problem.innerText(), /2025-12-01-gone\.md/);
+    },
+  },
+];
+
+/** Run against a workbench whose extension host has no memory-ls on PATH. */
+export const NO_SERVER_CHECK: Check = {
+  name: 'with no server on PATH: the error message and its install hint',
+  async run({ wb }) {
+    const toast = wb.page.locator('.notification-toast', { hasText: 'could not start' });
+    await toast.waitFor({ timeout: 60_000 });
+    const text = await toast.innerText();
+    assert.match(text, /memory-ls was not found on PATH/);
+    assert.match(text, /pipx install memory-ls/);
+    await toast.getByRole('button', { name: 'Copy Install Command' }).click();
+    assert.equal(await wb.clipboard(), 'pipx install memory-ls');
+    assert.match((await wb.page.locator(MEMORY_STATUS).getAttribute('aria-label')) ?? '', /memory-ls is not running/);
+  },
+};
