@@ -23,8 +23,9 @@ from ..embeddings.base import EmbeddingError, normalize
 from ..embeddings.batch import batch_embedder_for
 from ..index.embed import embed_pending
 from ..index.readers import ReaderPool
+from ..index.rows import from_blob, to_blob
 from ..index.schema import SCHEMA_VERSION
-from ..index.store import Store, from_blob, to_blob
+from ..index.store import Store
 from ..index.sync import (
     IndexContext,
     Progress,

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..chunking import Chunk
 from .cache import CacheKey
-from .store import ChunkRow, ChunkState, FileState
+from .rows import ChunkRow, ChunkState, FileState
 
 # (removed chunk ids, added (chunk id, vector blob or None)) of one write
 ChunkChanges = tuple[list[int], list[tuple[int, bytes | None]]]

@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager
 
 from ..embeddings.base import EmbeddingProvider
 from .backend import IndexBackend
-from .store import from_blob, to_blob
+from .rows import from_blob, to_blob
 from .writes import IndexContext, Progress, SyncReport, vectors_changed
 
 

@@ -13,7 +13,6 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,47 +20,13 @@ import numpy as np
 
 from ..chunking import Chunk
 from ..text import fts_text
-from . import schema
+from . import schema, vectors
 from .cache import EmbeddingCache
+from .rows import ChunkRow, ChunkState, FileState, to_blob
 from .schema import DatabaseError, connect
 from .vocab import DocFrequencies
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    id: int
-    path: str
-    source: str
-    start_line: int
-    end_line: int
-    text: str
-    date: str | None  # of the file; None = evergreen
-
-
-@dataclass(frozen=True)
-class ChunkState:
-    id: int
-    hash: str
-    start_line: int
-    end_line: int
-    embedding: bytes | None
-
-
-@dataclass(frozen=True)
-class FileState:
-    hash: str
-    mtime: float
-    size: int
-
-
-def to_blob(vec: np.ndarray) -> bytes:
-    return np.asarray(vec, dtype=np.float32).tobytes()
-
-
-def from_blob(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype=np.float32)
 
 
 def move_aside(path: Path, why: str) -> Path:
@@ -423,58 +388,14 @@ class Store:
         return out
 
     def embeddings_for(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        out: dict[int, np.ndarray] = {}
-        for i in range(0, len(ids), 500):
-            part = list(ids[i : i + 500])
-            marks = ",".join("?" * len(part))
-            rows = self.conn.execute(
-                f"SELECT id, embedding FROM chunks WHERE id IN ({marks}) AND embedding IS NOT NULL",
-                part,
-            ).fetchall()
-            out.update({cid: from_blob(b) for cid, b in rows})
-        return out
+        return vectors.embeddings_for(self.conn, ids)
 
     def sample_embeddings(self, limit: int) -> np.ndarray:
         """Up to ``limit`` chunk vectors spread evenly over the index (all of a small one)."""
-        n = self.count_embedded()
-        step = max(1, -(-n // limit)) if n else 1
-        rows = self.conn.execute(
-            "SELECT embedding FROM chunks WHERE embedding IS NOT NULL AND id % ? = 0 LIMIT ?",
-            (step, limit),
-        ).fetchall()
-        vecs = [np.frombuffer(b, dtype=np.float32) for (b,) in rows]
-        dims = {len(v) for v in vecs}
-        if len(dims) != 1:
-            return np.zeros((0, self.dims or 1), dtype=np.float32)
-        return np.stack(vecs)
-
-    def count_embedded(self) -> int:
-        """Chunks that have a vector."""
-        row = self.conn.execute("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL")
-        return int(row.fetchone()[0])
+        return vectors.sample_embeddings(self.conn, limit, self.dims)
 
     def all_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every chunk vector as (ids, matrix), filled in place: the vectors are held once,
-        not three times (row list, joined bytes, matrix) as a naive load would."""
-        n, dims = self.conn.execute(
-            "SELECT count(*), max(length(embedding)) / 4 FROM chunks WHERE embedding IS NOT NULL"
-        ).fetchone()
-        if not n:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dims or 1), dtype=np.float32)
-        ids = np.empty(n, dtype=np.int64)
-        mat = np.empty((n, int(dims)), dtype=np.float32)
-        cur = self.conn.execute(
-            "SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL ORDER BY id"
-        )
-        i = 0
-        while rows := cur.fetchmany(4096):
-            for cid, blob in rows:
-                if i == n or len(blob) != dims * 4:
-                    continue  # a row added meanwhile, or a vector of another size
-                ids[i] = cid
-                mat[i] = np.frombuffer(blob, dtype=np.float32)
-                i += 1
-        return ids[:i], mat[:i]
+        return vectors.all_embeddings(self.conn, self.dims)
 
     # -- search -----------------------------------------------------------------------------
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:

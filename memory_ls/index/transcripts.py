@@ -12,7 +12,7 @@ from ..sources.markdown import content_hash
 from ..sources.sessions import ANCHOR_BYTES, anchor, anchor_windows, render_segment
 from ..workspace import MemoryFile
 from .backend import IndexBackend
-from .store import ChunkState
+from .rows import ChunkState
 from .writes import (
     IndexContext,
     SyncReport,

@@ -20,7 +20,7 @@ from ..sources.markdown import content_hash
 from ..workspace import MemoryFile, Workspace
 from .backend import IndexBackend
 from .cache import CacheKey
-from .store import from_blob
+from .rows import from_blob
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..index.backend import IndexBackend
+from ..index.rows import ChunkRow
 from ..index.schema import FTS_TOKENIZER, connect
-from ..index.store import ChunkRow
 from ..sources.sessions import ROLE_LABELS, TOOL_LABEL
 from ..text import fts_text
 from .query import keywords, match_expression, parse_filters, query_terms

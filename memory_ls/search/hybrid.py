@@ -8,7 +8,7 @@ from datetime import date
 import numpy as np
 
 from ..index.backend import IndexBackend
-from ..index.store import ChunkRow
+from ..index.rows import ChunkRow
 from ..settings import QuerySettings
 from .calibrate import Moments, background
 from .citations import format_citation
