@@ -20,10 +20,14 @@ def line_range(start_line: int, end_line: int) -> dict[str, Any]:
     return {"start": {"line": start, "character": 0}, "end": {"line": end, "character": 0}}
 
 
-def response_json(hits: Iterable[tuple[Path, SearchHit]], mode: str,
-                  provider: dict[str, str] | None, took_ms: float,
-                  fallback_reason: str | None = None,
-                  below_min_score: dict[str, Any] | None = None) -> dict[str, Any]:
+def response_json(
+    hits: Iterable[tuple[Path, SearchHit]],
+    mode: str,
+    provider: dict[str, str] | None,
+    took_ms: float,
+    fallback_reason: str | None = None,
+    below_min_score: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A search result (``memory/search``, ``memory_search``, ``memory-ls search --json``) from
     ranked hits, each with the workspace folder it was found in."""
     out: dict[str, Any] = {
@@ -92,8 +96,14 @@ class SearchResponse:
         return {"count": self.below_min_score, "bestScore": round(self.best_below, 6)}
 
     def to_json(self, root: Path) -> dict[str, Any]:
-        return response_json(((root, h) for h in self.results), self.mode, self.provider,
-                             self.took_ms, self.fallback_reason, self.why_empty())
+        return response_json(
+            ((root, h) for h in self.results),
+            self.mode,
+            self.provider,
+            self.took_ms,
+            self.fallback_reason,
+            self.why_empty(),
+        )
 
 
 @dataclass

@@ -56,6 +56,8 @@ export interface SearchResult {
   provider: { id: string; model: string } | null;
   fallbackReason?: string;
   tookMs?: number;
+  /** Sent when nothing passed minScore: how many candidates fell short, and the best score. */
+  belowMinScore?: { count: number; bestScore: number };
 }
 
 export interface GetParams {

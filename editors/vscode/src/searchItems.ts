@@ -107,7 +107,11 @@ export function searchSummary(result: SearchResult | undefined): string {
     return 'Type to search memory';
   }
   const n = result.results?.length ?? 0;
-  const what = n === 0 ? 'no results' : n === 1 ? '1 result' : `${n} results`;
+  const below = result.belowMinScore;
+  const short = below
+    ? ` (${below.count} below minScore, best ${below.bestScore.toFixed(2)}: rephrase or lower memory.query.minScore)`
+    : '';
+  const what = n === 0 ? `no results${short}` : n === 1 ? '1 result' : `${n} results`;
   const took = typeof result.tookMs === 'number' ? ` in ${Math.round(result.tookMs)} ms` : '';
   const mode = modeLabel(result.mode);
   const why = result.fallbackReason ? ` (${result.fallbackReason})` : '';

@@ -108,6 +108,10 @@ test('resultToItems keeps the server order; searchSummary says mode and why', ()
   assert.equal(searchSummary(result), '2 results in 3 ms · keyword-only (no embedding model)');
   assert.equal(searchSummary({ results: [], mode: 'hybrid', provider: { id: 'local', model: 'm' } }), 'no results · hybrid');
   assert.equal(searchSummary(undefined), 'Type to search memory');
+  assert.equal(
+    searchSummary({ results: [], mode: 'hybrid', provider: null, belowMinScore: { count: 3, bestScore: 0.031 } }),
+    'no results (3 below minScore, best 0.03: rephrase or lower memory.query.minScore) · hybrid',
+  );
 });
 
 test('citationInsertion adds a space only when glued to a word', () => {

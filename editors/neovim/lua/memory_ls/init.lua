@@ -306,7 +306,7 @@ function M.search(query, opts)
         opts.on_results(result, items)
       end
       if #items == 0 then
-        notify("no results for " .. query .. (result and result.fallbackReason and (" (" .. result.fallbackReason .. ")") or ""))
+        notify(util.no_results_message(query, result))
         return
       end
       local on_choice

@@ -106,6 +106,21 @@ end
 
 --- A memory/search result as quickfix items (one per hit, at its best-matching line).
 ---@return table[] items, string title
+--- Why a search came back empty: the server's count of candidates under minScore and the best
+--- score (so a user knows to rephrase or lower minScore), and any degradation.
+function M.no_results_message(query, result)
+  local msg = "no results for " .. query
+  local below = result and result.belowMinScore
+  if type(below) == "table" and below.count then
+    msg = msg .. string.format(" (%d below minScore, best %.2f: rephrase or lower query.minScore)",
+      below.count, below.bestScore or 0)
+  end
+  if result and result.fallbackReason then
+    msg = msg .. " (" .. result.fallbackReason .. ")"
+  end
+  return msg
+end
+
 function M.to_qf_items(result, query)
   local items = {}
   for _, hit in ipairs(result.results or {}) do
