@@ -110,20 +110,32 @@ def test_scores_come_back_in_input_order(stub, name):
 
 def test_voyage_wire_format(stub):
     make("voyage", stub).rerank("q", ["a", "b"])
-    assert stub.last().body == {"query": "q", "documents": ["a", "b"], "model": "rerank-2.5",
-                                "top_k": 2}
+    assert stub.last().body == {
+        "query": "q",
+        "documents": ["a", "b"],
+        "model": "rerank-2.5",
+        "top_k": 2,
+    }
 
 
 def test_jina_wire_format(stub):
     make("jina", stub).rerank("q", ["a", "b"])
-    assert stub.last().body == {"model": "jina-reranker-v2-base-multilingual", "query": "q",
-                                "documents": ["a", "b"], "top_n": 2}
+    assert stub.last().body == {
+        "model": "jina-reranker-v2-base-multilingual",
+        "query": "q",
+        "documents": ["a", "b"],
+        "top_n": 2,
+    }
 
 
 def test_cohere_wire_format(stub):
     make("cohere", stub, model="rerank-v3.5-custom").rerank("q", ["a", "b"])
-    assert stub.last().body == {"model": "rerank-v3.5-custom", "query": "q",
-                                "documents": ["a", "b"], "top_n": 2}
+    assert stub.last().body == {
+        "model": "rerank-v3.5-custom",
+        "query": "q",
+        "documents": ["a", "b"],
+        "top_n": 2,
+    }
 
 
 def test_the_stub_rejects_the_other_formats_fields(stub):
@@ -257,9 +269,10 @@ def test_keys_come_from_the_environment_and_the_setting_wins(stub, monkeypatch):
         r.rerank("q", ["a"])
 
 
-@pytest.mark.parametrize(("name", "var"), [("voyage", "VOYAGE_API_KEY"),
-                                           ("jina", "JINA_API_KEY"),
-                                           ("cohere", "COHERE_API_KEY")])
+@pytest.mark.parametrize(
+    ("name", "var"),
+    [("voyage", "VOYAGE_API_KEY"), ("jina", "JINA_API_KEY"), ("cohere", "COHERE_API_KEY")],
+)
 def test_no_key_means_no_reranker_and_says_which_variable(name, var):
     r, why = create_reranker(settings_for(name, None))
     assert r is None and var in why and "rerank.apiKey" in why
@@ -430,9 +443,11 @@ def test_status_says_why_there_is_no_reranker(notes, tmp_path):
 
 def test_cli_reads_rerank_settings_and_reports_them(notes, tmp_path, stub, capsys, monkeypatch):
     monkeypatch.setenv("VOYAGE_API_KEY", KEY)
-    write(notes, ".memory-ls.toml",
-          f'provider = "none"\n[rerank]\nprovider = "voyage"\nbaseUrl = "{stub.url}/v1"\n'
-          "topN = 7\n")
+    write(
+        notes,
+        ".memory-ls.toml",
+        f'provider = "none"\n[rerank]\nprovider = "voyage"\nbaseUrl = "{stub.url}/v1"\ntopN = 7\n',
+    )
     index = str(tmp_path / "cli.sqlite")
     assert cli_main(["search", "deploy notes", "-w", str(notes), "--index", index]) == 0
     out = capsys.readouterr().out
