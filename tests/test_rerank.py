@@ -431,6 +431,16 @@ def test_status_shows_the_reranker_and_never_the_key(notes, tmp_path, stub, capl
         assert KEY not in json.dumps(st) and KEY not in caplog.text
 
 
+def test_an_echoed_wrong_key_never_reaches_the_response(notes, tmp_path, stub, caplog):
+    caplog.set_level(logging.DEBUG)
+    wrong = "sk-wrong-rerank-key-ZYXWVUTSRQPONMLK"
+    with engine_for(notes, tmp_path, settings_for("cohere", stub, api_key=wrong)) as e:
+        resp = e.search("deploy notes")
+        assert "401" in resp.fallback_reason and "check the API key" in resp.fallback_reason
+        everything = json.dumps([resp.to_json(e.root), e.status()]) + caplog.text
+        assert wrong not in everything
+
+
 def test_status_says_why_there_is_no_reranker(notes, tmp_path):
     with engine_for(notes, tmp_path, settings_for("cohere", None)) as e:
         st = e.status()

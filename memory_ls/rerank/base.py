@@ -24,7 +24,8 @@ class Reranker(Protocol):
 
     ``rerank`` returns one relevance per document, in input order, higher is more relevant
     (0 to 1 for every provider here); it raises ``RerankError`` rather than answer partly.
-    ``stats`` counts requests, retries, failures and documents (``ProviderStats``).
+    ``stats_snapshot`` counts requests, retries, failures, documents and tokens, as the
+    embedding providers' ``ProviderStats`` does.
     """
 
     id: str
