@@ -141,6 +141,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"pending     {st['pendingEmbeddings']} chunks without vectors")
         print(f"vectors     {st['vectorBackend']}  sqlite-vec: {st['sqliteVec']}")
         print(f"cache       {st['cacheEntries']} embeddings")
+        rr, rs = st["reranker"], st["rerankerStats"]
+        if rr:
+            print(
+                f"rerank      {rr['id']} {rr['model']} (top {rr['topN']}): {rs['reranked']} "
+                f"reranked, {rs['fallbacks']} in fused order, {rs['requests']} requests"
+            )
+        elif st["rerankerReason"]:
+            print(f"rerank      off ({st['rerankerReason']})")
         if st["needsRebuild"]:
             print("note        settings changed: the next `memory-ls index` rebuilds the index")
         return 0

@@ -11,6 +11,11 @@ It answers, on a random port, every wire format memory-ls uses, chosen by the re
 * ``.../models/{model}:asyncBatchEmbedContent`` (POST), ``.../batches/{id}`` (GET) and
   ``.../batches/{id}:cancel`` (POST): Gemini's asynchronous batch embeddings (a long-running
   operation, results inline).
+* ``.../v2/rerank`` (POST): Cohere's rerank API v2 (and the servers copying it);
+  ``.../v1/rerank`` (POST): Voyage's or Jina's rerank API, as ``rerank_format`` says
+  (``"voyage"``: ``top_k`` in, ``data`` out; ``"jina"``: ``top_n`` in, ``results`` out). A
+  document's relevance is a deterministic function of how often it holds ``rerank_marker``
+  (``rerank_score``), so tests know the order a reranker must give.
 
 Batch jobs move through their API's states on each poll (``batch_polls`` polls in each of the
 waiting states), can be told to fail items (``batch_fail_ids``: custom ids, or Gemini request
@@ -62,7 +67,8 @@ class Fault:
     then the connection closes), ``count`` (one vector too few), ``nan`` (a NaN in the first
     vector), ``null`` (a null in the first vector), ``dims`` (the last vector one dimension
     short), ``shuffle`` (``data`` reversed, ``index`` kept: a valid answer), ``garbage`` (a 200
-    with an HTML page).
+    with an HTML page). On a rerank answer ``count``, ``nan``, ``null`` and ``shuffle`` act on
+    its results, ``index`` puts an index out of range and ``dup`` scores one document twice.
     """
 
     kind: str
@@ -160,6 +166,8 @@ class StubServer:
         self.file_kinds: dict[str, str] = {}  # file id -> "openai" | "voyage" input lines
         self.batches: dict[str, dict[str, Any]] = {}
         self.gemini_batches: dict[str, dict[str, Any]] = {}
+        self.rerank_format = "voyage"  # what POST .../v1/rerank speaks: "voyage" or "jina"
+        self.rerank_marker = "relevant"
         self.in_flight = 0  # batch jobs created and not finished
         self.max_in_flight = 0
         self._faults: deque[Fault] = deque()
@@ -257,6 +265,10 @@ class StubServer:
             return self._ollama(_json(raw))
         if method == "POST" and path.endswith("/embeddings"):
             return self._openai(_json(raw))
+        if method == "POST" and path.endswith("/v2/rerank"):
+            return self._rerank("cohere", _json(raw))
+        if method == "POST" and path.endswith("/v1/rerank"):
+            return self._rerank(self.rerank_format, _json(raw))
         if path.endswith("/files") and method == "POST":
             return self._upload(headers, raw)
         m = re.search(r"/files/(?P<id>[^/]+)/content$", path)
@@ -293,6 +305,51 @@ class StubServer:
         tokens = sum(len(t.split()) for t in texts)
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return 200, {}, {"object": "list", "data": data, "model": body["model"], "usage": usage}
+
+    # -- rerank APIs --
+
+    def rerank_score(self, document: str) -> float:
+        """A document's relevance: 0 without the marker word, 1/2 with one, 2/3 with two..."""
+        n = len(re.findall(rf"\b{re.escape(self.rerank_marker)}\b", document, re.IGNORECASE))
+        return n / (n + 1)
+
+    def _rerank(self, kind: str, body: Any) -> Any:
+        _require(isinstance(body, dict), "body must be a JSON object")
+        top = "top_k" if kind == "voyage" else "top_n"
+        allowed = {"model", "query", "documents", top, "return_documents"}
+        allowed |= {"truncation"} if kind == "voyage" else set()
+        allowed |= {"max_tokens_per_doc"} if kind == "cohere" else set()
+        unknown = sorted(set(body) - allowed)
+        _require(not unknown, f"unexpected fields for {kind}: {unknown}")
+        _require(isinstance(body.get("model"), str) and body["model"], "'model' is required")
+        _require(isinstance(body.get("query"), str) and body["query"], "'query' is required")
+        docs = body.get("documents")
+        _require(
+            isinstance(docs, list) and docs and all(isinstance(d, str) and d for d in docs),
+            "'documents' must be a non-empty list of non-empty strings",
+        )
+        _require(len(docs) <= 1000, "at most 1000 documents")
+        n = body.get(top, len(docs))
+        _require(isinstance(n, int) and not isinstance(n, bool) and n > 0, f"bad {top!r}")
+        order = sorted(range(len(docs)), key=lambda i: (-self.rerank_score(docs[i]), i))[:n]
+        items = [{"index": i, "relevance_score": self.rerank_score(docs[i])} for i in order]
+        tokens = sum(len(d.split()) for d in docs) + len(body["query"].split()) * len(docs)
+        if kind == "voyage":
+            out = {
+                "object": "list",
+                "data": items,
+                "model": body["model"],
+                "usage": {"total_tokens": tokens},
+            }
+        elif kind == "jina":
+            out = {"model": body["model"], "results": items, "usage": {"total_tokens": tokens}}
+        else:
+            out = {
+                "id": self._new_id("rerank"),
+                "results": items,
+                "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}},
+            }
+        return 200, {}, out
 
     def _ollama(self, body: Any) -> Any:
         _require(isinstance(body, dict), "body must be a JSON object")
@@ -685,9 +742,12 @@ def _json(raw: bytes) -> Any:
 
 
 def _tamper(body: Any, kind: str) -> Any:
-    """Apply a content fault to the vectors of a well-formed answer."""
+    """Apply a content fault to the vectors (or rerank results) of a well-formed answer."""
     if not isinstance(body, dict):
         return body
+    ranked = body.get("results", body.get("data"))
+    if isinstance(ranked, list) and ranked and "relevance_score" in ranked[0]:
+        return _tamper_ranked(body, ranked, kind)
     if "data" in body:  # OpenAI / Voyage
         items = body["data"]
         get = lambda i: items[i]["embedding"]  # noqa: E731
@@ -714,6 +774,22 @@ def _tamper(body: Any, kind: str) -> Any:
         get(len(items) - 1).pop()
     elif kind == "shuffle":
         items.reverse()
+    return body
+
+
+def _tamper_ranked(body: dict[str, Any], items: list[dict[str, Any]], kind: str) -> Any:
+    if kind == "count":
+        items.pop()
+    elif kind == "nan":
+        items[0]["relevance_score"] = math.nan
+    elif kind == "null":
+        items[0]["relevance_score"] = None
+    elif kind == "shuffle":
+        items.reverse()
+    elif kind == "index":
+        items[0]["index"] = len(items) + 5
+    elif kind == "dup":
+        items[-1]["index"] = items[0]["index"]
     return body
 
 
@@ -760,7 +836,7 @@ class _Handler(BaseHTTPRequestHandler):
         except BadRequest as exc:
             self._send(400, {}, {"error": {"message": str(exc), "type": "invalid_request_error"}})
             return
-        if f is not None and f.kind in ("count", "nan", "null", "dims", "shuffle"):
+        if f is not None and f.kind in ("count", "nan", "null", "dims", "shuffle", "index", "dup"):
             out = _tamper(out, f.kind)
         if f is not None and f.kind == "garbage":
             self._send(200, {"Content-Type": "text/html"}, b"<html><body>Welcome</body></html>")

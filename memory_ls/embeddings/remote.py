@@ -316,7 +316,7 @@ class RemoteClient:
             size = len(response.content)
             raise self._error(
                 f"invalid JSON from {where} ({size} bytes): truncated answer, or baseUrl "
-                "does not point at the embeddings API",
+                "does not point at the provider's API",
                 response.status_code,
                 False,
                 made,

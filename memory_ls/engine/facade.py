@@ -3,7 +3,8 @@
 One engine per workspace folder; every method is safe to call from worker threads. The work
 is done by three parts: the ``Indexer`` (the one writer: syncs, rebuilds, editor buffers,
 embedding), the ``Searcher`` (query vectors, backend choice, hybrid search on reader
-connections) and the ``ProviderPolicy`` (which model answers, fallback, cooldown).
+connections, reranking) and the ``ProviderPolicy`` (which model answers, fallback, cooldown);
+the ``RerankPolicy`` holds the optional reranker and its cooldown.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..embeddings.base import EmbeddingProvider
 from ..index.sync import Progress, SyncReport
+from ..rerank import Reranker
 from ..search.citations import parse_citation
 from ..search.request import SearchRequest
 from ..search.results import Excerpt, SearchResponse
@@ -26,17 +28,24 @@ from ..workspace import Workspace
 from .excerpts import excerpt, read_text
 from .indexer import Indexer, default_index_path
 from .providers import AUTO, ProviderPolicy
+from .reranking import RerankPolicy
 from .searcher import Searcher
 
 
 def resolve_paths(settings: Settings, root: Path) -> Settings:
-    """A copy of ``settings`` with workspace-relative paths made absolute; the caller's object
-    is never changed (a server compares it with freshly loaded settings to spot changes)."""
-    mp = settings.local.model_path
-    if not mp or Path(mp).expanduser().is_absolute():
+    """A copy of ``settings`` with workspace-relative model paths made absolute; the caller's
+    object is never changed (a server compares it with freshly loaded settings to spot
+    changes)."""
+
+    def relative(path: str) -> bool:
+        return bool(path) and not Path(path).expanduser().is_absolute()
+
+    if not relative(settings.local.model_path) and not relative(settings.rerank.model_path):
         return settings
     out = copy.deepcopy(settings)
-    out.local.model_path = str(root / mp)
+    for section in (out.local, out.rerank):
+        if relative(section.model_path):
+            section.model_path = str(root / section.model_path)
     return out
 
 
@@ -48,6 +57,7 @@ class MemoryEngine:
         *,
         provider: EmbeddingProvider | None = AUTO,
         index_path: Path | str | None = None,
+        reranker: Reranker | None = AUTO,
     ):
         self.root = Path(root).resolve()
         self.problems: list[str] = []
@@ -65,7 +75,8 @@ class MemoryEngine:
         except BaseException:
             self.policy.close()
             raise
-        self.searcher = Searcher(self.indexer, self.policy)
+        self.rerank = RerankPolicy(self.settings, reranker)  # never raises
+        self.searcher = Searcher(self.indexer, self.policy, self.rerank)
 
     def __enter__(self) -> MemoryEngine:
         return self
@@ -191,6 +202,7 @@ class MemoryEngine:
             "mode": "hybrid" if p else "keyword",
             "providerReason": self.provider_reason,
             "fallbackReason": self.fallback_reason,
+            **self.rerank.status(),
             "vectorBackend": backend,
             "sqliteVec": vec_reason or "loaded",
             "fts": "fts5",
@@ -204,3 +216,4 @@ class MemoryEngine:
     def close(self) -> None:
         self.indexer.close()
         self.policy.close()
+        self.rerank.close()

@@ -56,6 +56,7 @@ class SearchHit:
     text_score: float | None = None
     best_line: int | None = None  # the line best matching the query; None: start_line
     matched_terms: list[str] = field(default_factory=list)
+    fused_score: float | None = None  # with a reranker: the fused score ``score`` replaced
 
     def to_json(self, root: Path) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -75,6 +76,8 @@ class SearchHit:
             out["vectorScore"] = round(self.vector_score, 6)
         if self.text_score is not None:
             out["textScore"] = round(self.text_score, 6)
+        if self.fused_score is not None:
+            out["fusedScore"] = round(self.fused_score, 6)
         return out
 
 

@@ -14,6 +14,7 @@ An unknown key or a bad value is reported by name and ignored: never fatal.
 from .loading import apply, cache_dir, load, read_toml, to_dict, user_config_path
 from .schema import (
     PROVIDERS,
+    RERANK_PROVIDERS,
     CacheSettings,
     ChunkingSettings,
     DecaySettings,
@@ -22,6 +23,7 @@ from .schema import (
     MmrSettings,
     QuerySettings,
     RemoteSettings,
+    RerankSettings,
     SessionsSettings,
     SessionsSyncSettings,
     SessionWriterSettings,
@@ -33,6 +35,7 @@ from .spec import Leaf, Spec, camel, leaves, setting, snake
 
 __all__ = [
     "PROVIDERS",
+    "RERANK_PROVIDERS",
     "CacheSettings",
     "ChunkingSettings",
     "DecaySettings",
@@ -42,6 +45,7 @@ __all__ = [
     "MmrSettings",
     "QuerySettings",
     "RemoteSettings",
+    "RerankSettings",
     "SessionWriterSettings",
     "SessionsSettings",
     "SessionsSyncSettings",

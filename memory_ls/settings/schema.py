@@ -250,6 +250,64 @@ class RemoteSettings:
     )
 
 
+RERANK_PROVIDERS = ("none", "voyage", "jina", "cohere", "cohere-compatible", "local")
+
+
+@dataclass
+class RerankSettings:
+    provider: str = setting(
+        "none",
+        "Rerank the best fused candidates with a cross-encoder: `voyage`, `jina` or `cohere` "
+        "(their hosted APIs), `cohere-compatible` (any server with a Cohere-style `/rerank`, "
+        "`rerank.baseUrl` required), `local` (a GGUF reranker file, `rerank.modelPath`) or "
+        "`none`. With a reranker, a result's score is the reranker's relevance; a failed "
+        "rerank returns the fused order and says why in `fallbackReason`.",
+        choices=RERANK_PROVIDERS,
+    )
+    model: str = setting(
+        "",
+        "The rerank model (empty: `rerank-2.5` for Voyage, `jina-reranker-v2-base-multilingual` "
+        "for Jina, `rerank-v3.5` for Cohere; `cohere-compatible` needs one).",
+    )
+    base_url: str = setting(
+        "",
+        "Base URL of the rerank API; `/rerank` is appended (empty: the provider's own, e.g. "
+        "`https://api.cohere.com/v2`).",
+    )
+    api_key: str = setting(
+        "",
+        "API key for the rerank API (empty: `VOYAGE_API_KEY`, `JINA_API_KEY` or "
+        "`COHERE_API_KEY`, the provider's own; `cohere-compatible` uses this key only). "
+        "Prefer the environment: settings files are often shared.",
+    )
+    model_path: str = setting(
+        "",
+        "A GGUF reranker (a cross-encoder with a classification head, e.g. a bge-reranker "
+        "conversion) for the `local` provider; `~` is expanded and a relative path is relative "
+        "to the workspace folder. Embedding models are refused.",
+    )
+    top_n: int = setting(
+        20,
+        "How many fused candidates are reranked (at least the request's `maxResults`); "
+        "`query.minScore` and `query.maxResults` apply after reranking.",
+        minimum=1,
+        maximum=100,
+    )
+    timeout_ms: int = setting(
+        2000,
+        "The whole time budget of one rerank, retries included (`remote.retries` and its "
+        "backoff apply), in milliseconds; past it the search answers in fused order, and "
+        "reranking pauses for 30 s after a failure.",
+        minimum=0,
+    )
+    context_size: int = setting(
+        512,
+        "`local` provider: llama.cpp context size in tokens for one query and document pair "
+        "(capped at the model's trained length); longer documents are cut.",
+        minimum=64,
+    )
+
+
 @dataclass
 class CacheSettings:
     enabled: bool = setting(
@@ -409,3 +467,4 @@ class Settings:
     sessions: SessionsSettings = field(default_factory=SessionsSettings)
     session_writer: SessionWriterSettings = field(default_factory=SessionWriterSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
