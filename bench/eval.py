@@ -388,10 +388,14 @@ def build_settings(args: argparse.Namespace) -> Settings:
 
         calibrate.MIDPOINT, calibrate.SLOPE = (float(x) for x in args.calibration.split(","))
     if args.scoring == "legacy":
-        from memory_ls.search import rerank
+        from memory_ls.search import hybrid, rerank
 
+        # Bench-only: the scores as they were before calibration (raw cosine, BM25 relative
+        # to the best match alone, no keyword floor, minScore cutting every result).
         s.query.calibrate = False
-        rerank.KEYWORD_ALONE = 0.0  # bench-only: the fusion as it was before calibration
+        rerank.KEYWORD_ALONE = hybrid.KEYWORD_ALONE = 0.0
+        hybrid.coverage = lambda *_: 1.0  # type: ignore[assignment]
+        hybrid.TAIL = 1.0
     if args.model:
         s.local.model_path = str(Path(args.model).expanduser().resolve())
         s.provider = "local"
