@@ -387,6 +387,10 @@ def build_settings(args: argparse.Namespace) -> Settings:
         from memory_ls.search import calibrate
 
         calibrate.MIDPOINT, calibrate.SLOPE = (float(x) for x in args.calibration.split(","))
+    if args.scoring == "no-coverage":
+        from memory_ls.search import hybrid
+
+        hybrid.coverage = lambda *_: 1.0  # type: ignore[assignment]
     if args.scoring == "legacy":
         from memory_ls.search import hybrid, rerank
 
@@ -638,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--scoring",
-        choices=("calibrated", "legacy"),
+        choices=("calibrated", "legacy", "no-coverage"),
         default="calibrated",
         help="legacy: raw cosine on the vector side and no keyword floor (the scores before "
         "calibration, for side-by-side figures)",

@@ -43,6 +43,7 @@ def three(tmp_path: Path) -> Path:
 def local_settings(model_path: Path) -> Settings:
     s = Settings(provider="local")
     s.local.model_path = str(model_path)
+    s.query.calibrate = True  # off by default (README, Evaluation): these tests turn it on
     return s
 
 
@@ -167,7 +168,9 @@ def test_cli_says_why_a_search_came_back_empty(three: Path, tmp_path: Path, mode
         str(tmp_path / "i.sqlite"),
     ]
     cfg = three / ".memory-ls.toml"
-    cfg.write_text(f'provider = "local"\n[local]\nmodelPath = "{model_path}"\n')
+    cfg.write_text(
+        f'provider = "local"\n[local]\nmodelPath = "{model_path}"\n[query]\ncalibrate = true\n'
+    )
     out = subprocess.run(
         [*cmd, "--embed", "quantum chromodynamics on a lattice"],
         capture_output=True,
