@@ -156,14 +156,20 @@ class MemoryEngine:
 
     def set_document(self, path: str | Path, text: str) -> bool:
         """Index an editor buffer's unsaved text (keyword side now, vectors on the next
-        ``embed_pending``). Returns False when the path is not memory of this workspace."""
-        return self.indexer.set_document(path, text)
+        ``embed_pending``). Returns False when the path is not memory of this workspace.
+        With a team index, a buffer equal to the file on disk (just saved) is pushed to it;
+        unsaved text never leaves this machine."""
+        if not self.indexer.set_document(path, text):
+            return False
+        if self.primary is not None:
+            self.primary.buffer_changed(self.indexer, str(path), text)
+        return True
 
     def clear_document(self, path: str | Path) -> None:
         """Forget an editor buffer and index the file as it is on disk (or drop it)."""
         self.indexer.clear_document(path)
         if self.primary is not None:
-            self.primary.ready(self.indexer, {self.workspace.relative(path)})
+            self.primary.ready(self.indexer, {self.workspace.relative(str(path))})
 
     # -- reading ----------------------------------------------------------------------------
     def search(self, request: SearchRequest | str, **fields: Any) -> SearchResponse:

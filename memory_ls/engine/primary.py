@@ -35,7 +35,7 @@ from ..index.sync import (
 from ..settings import Settings
 from ..sources import SourceError
 from ..sources.markdown import read_bytes
-from ..workspace import Workspace
+from ..workspace import PathError, Workspace
 from .indexer import EmbedTarget, Indexer, index_context
 from .providers import ProviderPolicy
 from .reference import reference_vectors
@@ -212,6 +212,16 @@ class Primary:
         except PRIMARY_ERRORS as exc:
             self.failed(exc)
             return None
+
+    def buffer_changed(self, indexer: Indexer, path: str, text: str) -> None:
+        """An editor buffer changed: push the file when the buffer is what was saved."""
+        try:
+            mf = self.workspace.resolve(path)
+            saved = mf.abs_path.read_bytes() == text.encode("utf-8", "surrogatepass")
+        except (OSError, PathError):
+            return
+        if saved and self.db is not None:
+            self.ready(indexer, {mf.path})
 
     def embed(
         self,
