@@ -382,7 +382,8 @@ class StoreSettings:
     vector_backend: str = setting(
         "auto",
         "Vector search backend: `auto` and `numpy` search an in-memory matrix; `sqlite-vec` "
-        "the sqlite-vec extension (numpy when it does not load).",
+        "the sqlite-vec extension (numpy when it does not load). A team index "
+        '(`store.backend = "postgres"`) searches with pgvector\'s HNSW instead.',
         choices=("auto", "numpy", "sqlite-vec"),
     )
     postgres: PostgresSettings = field(default_factory=PostgresSettings)
