@@ -86,7 +86,9 @@ def shared_url() -> str:
     return _shared.url
 
 
-def with_database(url: str, dbname: str, user: str | None = None, password: str | None = None) -> str:
+def with_database(
+    url: str, dbname: str, user: str | None = None, password: str | None = None
+) -> str:
     parts = urlsplit(url)
     user = user or parts.username or ""
     password = password if password is not None else parts.password or ""

@@ -86,7 +86,9 @@ def test_password_never_shown():
     assert redact(url) == "postgresql://memory:***@db.internal:5433/memory?sslmode=require"
     assert "s3cr3t-pw" not in scrub(f"failed for {url}: s3cr3t-pw rejected", url)
     assert redact("host=db password='a b' user=x") == "host=db password=*** user=x"
-    msg = describe(psycopg.OperationalError('password authentication failed for user "memory"'), url)
+    msg = describe(
+        psycopg.OperationalError('password authentication failed for user "memory"'), url
+    )
     assert "bad credentials" in msg and "s3cr3t-pw" not in msg and "db.internal" in msg
 
 
@@ -115,11 +117,14 @@ def test_keyword_ranking_matches_sqlite(pg_url, tmp_path):
     same normalised keyword scores (BM25 over the same tokens)."""
     root = write_notes(tmp_path / "ws", NOTES)
     for i in range(30):  # enough chunks for IDF to mean something
-        write_notes(root, {f"memory/filler-{i}.md": f"# Log {i}\n\nRoutine note {i} about builds.\n"})
+        write_notes(
+            root, {f"memory/filler-{i}.md": f"# Log {i}\n\nRoutine note {i} about builds.\n"}
+        )
     local = Settings(provider="none")
-    with MemoryEngine(root, local, index_path=tmp_path / "a.sqlite") as lite, MemoryEngine(
-        root, team(pg_url, unique("rank")), index_path=tmp_path / "b.sqlite"
-    ) as pg:
+    with (
+        MemoryEngine(root, local, index_path=tmp_path / "a.sqlite") as lite,
+        MemoryEngine(root, team(pg_url, unique("rank")), index_path=tmp_path / "b.sqlite") as pg,
+    ):
         lite.sync()
         pg.sync()
         assert pg.status()["store"]["answering"] == "postgres"
@@ -133,9 +138,10 @@ def test_keyword_ranking_matches_sqlite(pg_url, tmp_path):
 
 def test_hybrid_on_pgvector(pg_url, tmp_path):
     root = write_notes(tmp_path / "ws", NOTES)
-    with StubServer(api_key=None, dims=16) as stub, MemoryEngine(
-        root, team(pg_url, unique("hyb"), stub)
-    ) as eng:
+    with (
+        StubServer(api_key=None, dims=16) as stub,
+        MemoryEngine(root, team(pg_url, unique("hyb"), stub)) as eng,
+    ):
         report = eng.sync()
         assert report.embedded == 4
         resp = eng.search("token bucket rate limiting")
@@ -152,34 +158,40 @@ def test_hybrid_on_pgvector(pg_url, tmp_path):
 
 def test_two_engines_one_namespace(pg_url, tmp_path):
     ns = unique("team")
-    a = write_notes(tmp_path / "a", {**NOTES, "memory/agent.md": "# Build box\n\nccache halves build times.\n"})
+    a = write_notes(
+        tmp_path / "a", {**NOTES, "memory/agent.md": "# Build box\n\nccache halves build times.\n"}
+    )
     b = write_notes(tmp_path / "b", NOTES)
-    with StubServer(api_key=None, dims=16) as stub:
-        with MemoryEngine(a, team(pg_url, ns, stub)) as ea, MemoryEngine(b, team(pg_url, ns, stub)) as eb:
-            ea.sync()
-            first = stub.count("/embeddings")
-            assert first > 0
-            eb.sync()  # the same notes: nothing to embed again
-            assert stub.count("/embeddings") == first
-            hits = eb.search("ccache build times")
-            assert hits.results[0].path == "memory/agent.md"  # written by the other machine
-            dupes = rows(
-                pg_url,
-                "SELECT path, start_line, count(*) FROM memory_chunks WHERE ns = %s "
-                "GROUP BY 1, 2 HAVING count(*) > 1",
-                ns,
-            )
-            assert dupes == []
-            (a / "memory/agent.md").unlink()
-            ea.sync()
-            assert "memory/agent.md" not in paths(eb.search("ccache build times", min_score=0))
-            assert eb.status()["files"] == len(NOTES)
+    with (
+        StubServer(api_key=None, dims=16) as stub, MemoryEngine(a, team(pg_url, ns, stub)) as ea,
+        MemoryEngine(b, team(pg_url, ns, stub)) as eb,
+    ):
+        ea.sync()
+        first = stub.count("/embeddings")
+        assert first > 0
+        eb.sync()  # the same notes: nothing to embed again
+        assert stub.count("/embeddings") == first
+        hits = eb.search("ccache build times")
+        assert hits.results[0].path == "memory/agent.md"  # written by the other machine
+        dupes = rows(
+            pg_url,
+            "SELECT path, start_line, count(*) FROM memory_chunks WHERE ns = %s "
+            "GROUP BY 1, 2 HAVING count(*) > 1",
+            ns,
+        )
+        assert dupes == []
+        (a / "memory/agent.md").unlink()
+        ea.sync()
+        assert "memory/agent.md" not in paths(eb.search("ccache build times", min_score=0))
+        assert eb.status()["files"] == len(NOTES)
 
 
 def test_concurrent_writers_embed_each_text_once(pg_url, tmp_path):
     """Three clients sync the same notes at once: every chunk once, every text embedded once."""
     ns = unique("fleet")
-    notes = {f"memory/n{i}.md": f"# Note {i}\n\nFact number {i} about the fleet.\n" for i in range(40)}
+    notes = {
+        f"memory/n{i}.md": f"# Note {i}\n\nFact number {i} about the fleet.\n" for i in range(40)
+    }
     roots = [write_notes(tmp_path / f"c{i}", notes) for i in range(3)]
     with StubServer(api_key=None, dims=16) as stub:
         engines = [MemoryEngine(r, team(pg_url, ns, stub)) for r in roots]
@@ -214,15 +226,21 @@ def test_concurrent_writers_embed_each_text_once(pg_url, tmp_path):
 def test_namespaces_never_mix(pg_url, tmp_path):
     a = write_notes(tmp_path / "a", {"memory/secret.md": "# Payroll\n\nSalaries are in vault X.\n"})
     b = write_notes(tmp_path / "b", {"memory/open.md": "# Open\n\nThe salaries page is public.\n"})
-    with MemoryEngine(a, team(pg_url, unique("ns-a"))) as ea, MemoryEngine(
-        b, team(pg_url, unique("ns-b"))
-    ) as eb:
+    with (
+        MemoryEngine(a, team(pg_url, unique("ns-a"))) as ea,
+        MemoryEngine(b, team(pg_url, unique("ns-b"))) as eb,
+    ):
         ea.sync()
         eb.sync()
         assert paths(eb.search("salaries vault payroll", min_score=0)) == ["memory/open.md"]
         assert paths(ea.search("salaries vault payroll", min_score=0)) == ["memory/secret.md"]
         assert eb.status()["chunks"] == 1
-        a_ids = [r[0] for r in rows(pg_url, "SELECT id FROM memory_chunks WHERE ns = %s", ea.primary.namespace)]
+        a_ids = [
+            r[0]
+            for r in rows(
+                pg_url, "SELECT id FROM memory_chunks WHERE ns = %s", ea.primary.namespace
+            )
+        ]
         store_b = eb.primary.db
         with store_b.reader() as r:  # even asked by id, B's store answers only B's rows
             assert r.chunks_by_ids(a_ids) == {}

@@ -57,7 +57,9 @@ async def test_two_servers_share_saved_notes_not_buffers(
     text = "# Fresh\n\nThe quokka migration is scheduled.\n"
     note.write_text(text)
     ca.text_document_did_save(
-        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=u), text=text)
+        types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=u), text=text
+        )
     )
 
     async def found() -> bool:

@@ -152,12 +152,6 @@ class PgDatabase:
     def fresh(self, when: float) -> bool:
         return time.monotonic() - when < STATS_SECONDS
 
-    def forget_stats(self) -> None:
-        """After this engine wrote: frequencies and totals are counted again when next needed."""
-        with self.lock:
-            self.df.clear()
-            self.totals = None
-
     def close(self) -> None:
         with contextlib.suppress(Exception):
             if hasattr(self, "pool"):

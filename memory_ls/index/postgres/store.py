@@ -56,7 +56,6 @@ class PgStore:
         finally:
             self._in_tx = False
         callbacks, self._after_commit = self._after_commit, []
-        self.db.forget_stats()
         for fn in callbacks:
             fn()
 
