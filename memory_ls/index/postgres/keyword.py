@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 K1, B = 1.2, 0.75
 EXACT_DF = 2000
+SCORE_BUDGET = 4000  # chunks scored by one keyword search, when its rarer words allow
 ZETA2 = math.pi**2 / 6
 RANK_TF1 = 0.1 / ZETA2  # ts_rank of one occurrence
 
@@ -75,22 +76,22 @@ def _totals(store: PgStore) -> tuple[int, float]:
 
 def _frequencies(store: PgStore, queries: Sequence[str]) -> list[int]:
     """Chunks of the namespace matching each tsquery: counted up to ``EXACT_DF`` (a rare word's
-    IDF matters, and counting it is cheap), above that the planner's estimate from the tsvector
-    statistics, scaled to the namespace (a word that common has an IDF near zero, and counting
-    30,000 rows per query would cost more than the search)."""
+    IDF matters, and counting it is cheap); a word the planner's tsvector statistics put above
+    that gets their estimate, scaled to the namespace (its IDF is low, and counting 30,000 rows
+    per query would cost more than the search)."""
     db = store.db
     out = []
     for tsq in queries:
         hit = db.df.get(tsq)
         if hit is None or not db.fresh(hit[1]):
-            row = store.q(
-                "SELECT count(*) FROM (SELECT 1 FROM memory_chunks WHERE ns = %s "
-                "AND tsv @@ %s::tsquery LIMIT %s) m",
-                (store.ns, tsq, EXACT_DF),
-            ).fetchone()
-            n = int(row[0]) if row else 0
-            if n >= EXACT_DF:
-                n = max(n, _estimate(store, tsq))
+            n = _estimate(store, tsq)
+            if n < EXACT_DF:
+                row = store.q(
+                    "SELECT count(*) FROM (SELECT 1 FROM memory_chunks WHERE ns = %s "
+                    "AND tsv @@ %s::tsquery LIMIT %s) m",
+                    (store.ns, tsq, EXACT_DF),
+                ).fetchone()
+                n = int(row[0]) if row else 0
             hit = db.df[tsq] = (n, time.monotonic())
         out.append(hit[0])
     return out
@@ -105,8 +106,9 @@ def _estimate(store: PgStore, tsq: str) -> int:
     rows = float(plan[0][0]["Plan"]["Plan Rows"]) if plan else 0.0
     total = store.q("SELECT reltuples FROM pg_class WHERE oid = to_regclass('memory_chunks')")
     table = float(total.fetchone()[0] or 0)  # type: ignore[index]
-    mine = _totals(store)[0]
-    return int(rows * mine / table) if table > 0 else mine
+    if table <= 0:
+        return 0  # never analysed: no statistics to go by, count instead
+    return int(rows * _totals(store)[0] / table)
 
 
 def doc_frequencies(store: PgStore, words: Sequence[str]) -> tuple[list[int], int]:
@@ -128,6 +130,21 @@ def _tf(rank: str, prefix: bool) -> str:
     return f"round(1 / ({ZETA2!r} - {ZETA2 / 0.1!r} * {rank}) - 0.5)"
 
 
+def _selective(dfs: Sequence[int]) -> list[int]:
+    """The terms whose chunks are scored: the rarest ones, up to ``SCORE_BUDGET`` chunks (at
+    least one term). A chunk holding only the query's common words is left out when rarer ones
+    match enough chunks: scoring every chunk that holds a common word is what makes a broad
+    query slow, and such a chunk rarely makes a keyword pool of 50 anyway."""
+    order = sorted(range(len(dfs)), key=lambda i: dfs[i])
+    out, total = [], 0
+    for i in order:
+        if out and total + dfs[i] > SCORE_BUDGET:
+            break
+        out.append(i)
+        total += dfs[i]
+    return out
+
+
 def search(store: PgStore, expr: str, limit: int) -> list[tuple[int, float]]:
     """(chunk id, -BM25) best first for an FTS5-style OR expression of quoted terms."""
     terms = parse_match(expr)
@@ -139,7 +156,7 @@ def search(store: PgStore, expr: str, limit: int) -> list[tuple[int, float]]:
     n, avgdl = _totals(store)
     dfs = _frequencies(store, [q for q, _, _ in picked])
     params: dict[str, object] = {"ns": store.ns, "limit": limit}
-    params["tsq"] = " | ".join(f"( {q} )" for q, _, _ in picked)
+    params["tsq"] = " | ".join(f"( {picked[i][0]} )" for i in _selective(dfs))
     tfs, score = [], []
     for i, ((_, lexemes, prefix), df) in enumerate(zip(picked, dfs, strict=True)):
         per_lexeme = []

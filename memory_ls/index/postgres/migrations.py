@@ -49,6 +49,9 @@ def _v1(vtype: str) -> list[str]:
             hash text NOT NULL, text text NOT NULL,
             tsv tsvector NOT NULL, len integer NOT NULL,
             updated_at timestamptz NOT NULL DEFAULT now())""",
+        # Scoring reads tsv for every matching chunk: kept in the row (compressed if need be),
+        # never in TOAST, while the text, read for the few hits only, may go there.
+        "ALTER TABLE memory_chunks ALTER COLUMN tsv SET STORAGE MAIN",
         "CREATE INDEX memory_chunks_path ON memory_chunks (ns, path, id)",
         "CREATE INDEX memory_chunks_tsv ON memory_chunks USING gin (tsv)",
         # One row per chunk and embedding model: clients with different models share a

@@ -37,6 +37,7 @@ class PgStore:
         self._after_commit: list[Callable[[], None]] = []
         self._locked: set[str] = set()
         self._in_tx = False
+        self._pending_after = 0  # where the next pending_chunks call resumes
 
     def q(self, sql: str, params: Any = None, *, binary: bool = False) -> psycopg.Cursor[Any]:
         """Run one statement; ``binary`` for rows carrying vectors (no text round trip)."""
@@ -325,10 +326,19 @@ class PgStore:
     def pending_chunks(self, limit: int) -> list[tuple[int, str, str]]:
         """Chunks without this model's vector that no other client is embedding now; they are
         claimed for this client, so a fleet syncing the same notes pays for each text once."""
+        rows = self._claim(limit, self._pending_after)
+        if not rows and self._pending_after:
+            rows = self._claim(limit, 0)  # one more pass from the start: released claims
+        self._pending_after = rows[-1][0] if rows else 0
+        return rows
+
+    def _claim(self, limit: int, after: int) -> list[tuple[int, str, str]]:
+        # Resuming after the last id claimed keeps a backfill linear: every call would
+        # otherwise walk past all the chunks embedded by the calls before it.
         rows = self.q(
             """WITH picked AS (
                  SELECT c.id, c.hash, c.text FROM memory_chunks c
-                 WHERE c.ns = %(ns)s
+                 WHERE c.ns = %(ns)s AND c.id > %(after)s
                    AND NOT EXISTS (SELECT 1 FROM memory_vectors v
                                    WHERE v.chunk_id = c.id AND v.model = %(m)s)
                    AND NOT EXISTS (SELECT 1 FROM memory_embed_claims k
@@ -346,6 +356,7 @@ class PgStore:
                 "m": self.db.model_key,
                 "me": self.db.origin,
                 "n": limit,
+                "after": after,
                 "mins": CLAIM_MINUTES,
             },
         )
