@@ -58,15 +58,18 @@ def generate(root: Path, n: int, seed: int = 7) -> None:
 
     (root / "memory" / "topics").mkdir(parents=True, exist_ok=True)
     (root / "MEMORY.md").write_text(
-        "# Memory\n\n" + "\n".join(f"- {para(12)}" for _ in range(30)) + "\n")
+        "# Memory\n\n" + "\n".join(f"- {para(12)}" for _ in range(30)) + "\n"
+    )
     for i in range(n - 1):
         if i % 3:
             y, d = 2020 + i // 3650 % 7, i % 3650
             rel = f"memory/{y}-{d // 300 % 12 + 1:02}-{d % 28 + 1:02}-note-{i}.md"
         else:
             rel = f"memory/topics/topic-{i}.md"
-        sections = "\n\n".join(f"## {para(3)}\n\n{para(rng.randint(20, 60))}\n{para(15)}"
-                               for _ in range(rng.randint(1, 4)))
+        sections = "\n\n".join(
+            f"## {para(3)}\n\n{para(rng.randint(20, 60))}\n{para(15)}"
+            for _ in range(rng.randint(1, 4))
+        )
         (root / rel).write_text(f"# {para(4)}\n\n{sections}\n")
 
 
@@ -90,8 +93,11 @@ def make_client() -> LanguageClient:
         if isinstance(params.value, dict) and params.value.get("kind") == "end":
             client.progress_done.set()  # type: ignore[attr-defined]
 
-    for method in (types.WINDOW_LOG_MESSAGE, types.WINDOW_SHOW_MESSAGE,
-                   types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS):
+    for method in (
+        types.WINDOW_LOG_MESSAGE,
+        types.WINDOW_SHOW_MESSAGE,
+        types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+    ):
         client.feature(method)(lambda params: None)
 
     @client.feature(types.CLIENT_REGISTER_CAPABILITY)
@@ -105,7 +111,8 @@ def rss_kb(pid: int) -> tuple[int, int]:
     """(current RSS, peak RSS) in KiB from /proc; (0, 0) where there is no /proc."""
     try:
         fields = dict(
-            line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+            line.split(":", 1)
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines()
             if ":" in line
         )
         return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
@@ -125,12 +132,14 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         root.mkdir(parents=True, exist_ok=True)
         generate(root, args.files)
-        print(f"generated {args.files} files in {time.perf_counter() - t0:.1f}s",
-              file=sys.stderr)
+        print(f"generated {args.files} files in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     files = sum(1 for _ in (root / "memory").rglob("*.md")) + 1
 
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp / "cache"),
-           "XDG_CONFIG_HOME": str(tmp / "config")}
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(tmp / "cache"),
+        "XDG_CONFIG_HOME": str(tmp / "config"),
+    }
     init: dict[str, Any] = {"provider": args.provider}
     if args.model_path:
         init["local"] = {"modelPath": str(Path(args.model_path).resolve())}
@@ -149,12 +158,19 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         workspace=types.WorkspaceClientCapabilities(
             configuration=False,
             did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
-                dynamic_registration=True, relative_pattern_support=True)),
+                dynamic_registration=True, relative_pattern_support=True
+            ),
+        ),
         window=types.WindowClientCapabilities(work_done_progress=True),
     )
-    await client.initialize_async(types.InitializeParams(
-        capabilities=caps, process_id=os.getpid(), initialization_options=init,
-        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)]))
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=caps,
+            process_id=os.getpid(),
+            initialization_options=init,
+            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        )
+    )
     client.initialized(types.InitializedParams())
     out: dict[str, Any] = {"files": files}
 
@@ -174,8 +190,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     out["rss_after_sync_kb"] = rss_kb(pid)[0]
 
     rng = random.Random(11)
-    queries = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3)))
-               for _ in range(args.queries)]
+    queries = [
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3))) for _ in range(args.queries)
+    ]
     for q in queries[:10]:  # warm the caches
         await req("memory/search", {"query": q})
 
@@ -195,20 +212,32 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     target = next(p for p in sorted((root / "memory").rglob("*.md")))
     uri = target.as_uri()
     text = target.read_text()
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="markdown", version=1,
-                                             text=text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="markdown", version=1, text=text
+            )
+        )
+    )
     edit_ms = []
     lines = text.split("\n")
     for i in range(args.edits):
         token = f"zq{i}x{rng.randint(10**6, 10**7)}"
         t0 = time.perf_counter()
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=i + 2),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(line=2, character=0),
-                                  end=types.Position(line=3, character=0)),
-                text=f"{token} {lines[2]}\n")]))
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=i + 2),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(
+                            start=types.Position(line=2, character=0),
+                            end=types.Position(line=3, character=0),
+                        ),
+                        text=f"{token} {lines[2]}\n",
+                    )
+                ],
+            )
+        )
         while True:
             res = await req("memory/search", {"query": token})
             if res["results"]:
@@ -221,13 +250,22 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     for i in range(min(args.edits, 10)):
         token = f"zd{i}x{rng.randint(10**6, 10**7)}"
         t0 = time.perf_counter()
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(
-                uri=uri, version=args.edits + i + 2),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(line=2, character=0),
-                                  end=types.Position(line=3, character=0)),
-                text=f"{token} {lines[2]}\n")]))
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=uri, version=args.edits + i + 2
+                ),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(
+                            start=types.Position(line=2, character=0),
+                            end=types.Position(line=3, character=0),
+                        ),
+                        text=f"{token} {lines[2]}\n",
+                    )
+                ],
+            )
+        )
         while True:  # memory/status does not flush edits: poll until the buffer is indexed
             st = await req("memory/status", {})
             if not st.get("pendingEdits"):
@@ -257,19 +295,30 @@ def table(r: dict[str, Any]) -> str:
 
     rows = [
         ("workspace", f"{r['files']} files, {r['chunks']} chunks, {r['mode']} search", ""),
-        ("initial sync, keyword phase (lastSync.durationMs)",
-         f"{r['initial_sync_ms'] or 0:.0f} ms", ""),
+        (
+            "initial sync, keyword phase (lastSync.durationMs)",
+            f"{r['initial_sync_ms'] or 0:.0f} ms",
+            "",
+        ),
         ("server start -> first answered search", f"{r['start_to_first_answer_ms']:.0f} ms", ""),
-        ("server start -> search on the complete index (vectors included)",
-         f"{r['start_to_full_index_search_ms']:.0f} ms", ""),
+        (
+            "server start -> search on the complete index (vectors included)",
+            f"{r['start_to_full_index_search_ms']:.0f} ms",
+            "",
+        ),
         ("didChange -> first memory/search that sees it", *p("edit")),
-        (f"didChange -> indexed by the debounce alone ({r['debounce_setting_ms']} ms)",
-         *p("debounced_edit")),
+        (
+            f"didChange -> indexed by the debounce alone ({r['debounce_setting_ms']} ms)",
+            *p("debounced_edit"),
+        ),
         ("memory/search", *p("search")),
         ("workspace/symbol", *p("symbol")),
-        ("server RSS after sync / end / peak",
-         f"{r['rss_after_sync_kb'] / 1024:.0f} / {r['rss_end_kb'] / 1024:.0f} / "
-         f"{r['rss_peak_kb'] / 1024:.0f} MiB", ""),
+        (
+            "server RSS after sync / end / peak",
+            f"{r['rss_after_sync_kb'] / 1024:.0f} / {r['rss_end_kb'] / 1024:.0f} / "
+            f"{r['rss_peak_kb'] / 1024:.0f} MiB",
+            "",
+        ),
     ]
     lines = ["| measure | p50 (ms) or value | p95 (ms) |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]

@@ -139,9 +139,8 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         with MemoryEngine(tmp / "ws", s, provider=rp, index_path=tmp / "b.sqlite") as e:
             out["postgres"] = measure(e, queries, args.clients)
             out["hnsw"] = hnsw(url, e, queries, rp, 100)
-            log(
-                f"  HNSW recall@10 {out['hnsw']['recall10']:.3f}, bulk build {out['hnsw']['bulkBuildS']:.1f} s"
-            )
+            h = out["hnsw"]
+            log(f"  HNSW recall@10 {h['recall10']:.3f}, bulk build {h['bulkBuildS']:.1f} s")
         return out
 
 

@@ -310,7 +310,7 @@ def test_primary_stopped_and_restarted(tmp_path):
         server.remove()
 
 
-# -- bad input -----------------------------------------------------------------------------------------
+# -- bad input ------------------------------------------------------------------------------------
 
 
 def _fallback_answers(root: Path, s: Settings) -> dict:
