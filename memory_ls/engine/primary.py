@@ -79,6 +79,10 @@ class Primary:
     # -- health -------------------------------------------------------------------------------
     def connect(self) -> PgDatabase | None:
         """The database when it can be used now; connects (again) once the cooldown is over."""
+        db = self.db
+        if db is not None:  # no lock: a long push holds it, and searches must not wait on it
+            self._set_model(db)
+            return db
         with self.lock:
             if self.db is None:
                 if self.url == "" or not self.namespace or self._clock() < self.retry_at:
@@ -97,9 +101,12 @@ class Primary:
                     return None
                 self.problem, self.pushed = None, None
                 log.info("team index %s, namespace %s: connected", redact(self.url), self.namespace)
-            p = self.policy.current
-            self.db.model_key = "|".join((p.id, p.model, p.provider_key)) if p else ""
+            self._set_model(self.db)
             return self.db
+
+    def _set_model(self, db: PgDatabase) -> None:
+        p = self.policy.current  # after a provider fallback: the fallback model's vectors
+        db.model_key = "|".join((p.id, p.model, p.provider_key)) if p else ""
 
     def failed(self, exc: BaseException) -> None:
         """The primary failed mid-use: the local index answers until the cooldown is over."""
@@ -125,7 +132,11 @@ class Primary:
         return index_context(self.settings, self.workspace, self.policy.current)
 
     def catch_up(
-        self, indexer: Indexer, paths: set[str] | None = None, force: bool = False
+        self,
+        indexer: Indexer,
+        paths: set[str] | None = None,
+        force: bool = False,
+        wait_s: float = -1,
     ) -> SyncReport | None:
         """Push this folder's changes: the given paths, or (``None``, and after every
         reconnect) every file whose content differs between the local index and the primary.
@@ -135,12 +146,15 @@ class Primary:
         if db is None:
             return None
         report = SyncReport("primary", full=force)
-        with self.lock:
-            try:
-                self._push(db.writer(), indexer, paths, force, report)
-            except PRIMARY_ERRORS as exc:
-                self.failed(exc)
-                return None
+        if not self.lock.acquire(timeout=wait_s):
+            return None  # another push is running; it or the next one takes these paths
+        try:
+            self._push(db.writer(), indexer, paths, force, report)
+        except PRIMARY_ERRORS as exc:
+            self.failed(exc)
+            return None
+        finally:
+            self.lock.release()
         self.last_push = report
         return report
 
@@ -198,7 +212,8 @@ class Primary:
         """Connected and caught up (an outage's writes replayed, ``changed`` pushed)."""
         db = self.connect()
         if db is not None and (self.pushed is None or changed):
-            self.catch_up(indexer, changed if self.pushed is not None else None)
+            wait = max(1.0, self.settings.sync.search_budget_ms / 1000)
+            self.catch_up(indexer, changed if self.pushed is not None else None, wait_s=wait)
         return self.db
 
     def read(self, fn: Callable[[PgStore], T]) -> T | None:
