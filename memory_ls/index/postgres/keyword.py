@@ -39,7 +39,8 @@ def term_queries(
 ) -> list[tuple[str, tuple[str, ...]]]:
     """(tsquery text, its lexemes) of each term, "" for a term with no words; cached."""
     db = store.db
-    todo = [t for t in dict.fromkeys(terms) if t not in db.terms and not t[1]]
+    known = {t: db.terms[t] for t in terms if t in db.terms}
+    todo = [t for t in dict.fromkeys(terms) if t not in known and not t[1]]
     if todo:
         texts = [" ".join(term_tokens(w)) for w, _ in todo]
         rows = store.q(
@@ -47,11 +48,12 @@ def term_queries(
             f"tsvector_to_array(to_tsvector('{TS_CONFIG}', t)) FROM unnest(%s::text[]) t",
             (texts,),
         ).fetchall()
+        fresh = {t: (q or "", tuple(lex or ())) for t, (q, lex) in zip(todo, rows, strict=True)}
+        known.update(fresh)
         with db.lock:
-            if len(db.terms) > 10_000:
+            if len(db.terms) > 10_000:  # a long-running server meets many words
                 db.terms.clear()
-            for term, (tsq, lexemes) in zip(todo, rows, strict=True):
-                db.terms[term] = (tsq or "", tuple(lexemes or ()))
+            db.terms.update(fresh)
     out = []
     for term in terms:
         w, prefix = term
@@ -59,7 +61,7 @@ def term_queries(
             toks = term_tokens(w)
             out.append((f"{_quote(toks[0])}:*", (toks[0],)) if toks else ("", ()))
         else:
-            out.append(db.terms[term])
+            out.append(known[term])
     return out
 
 
