@@ -253,7 +253,11 @@ class Primary:
         try:
             with self.lock:
                 target = EmbedTarget(db.writer(), self.lock, self.context())
-            return indexer.embed_pending(progress, report, should_stop, target)
+            n = indexer.embed_pending(progress, report, should_stop, target)
+            if db.deferred_dims:
+                with self.lock:
+                    db.writer().build_indexes()
+            return n
         except PRIMARY_ERRORS as exc:
             self.failed(exc)
             return 0

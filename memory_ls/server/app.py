@@ -35,8 +35,12 @@ from .service import MemoryService
 
 log = logging.getLogger("memory_ls")
 
-_LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO,
-           "debug": logging.DEBUG}
+_LEVELS = {
+    "error": logging.ERROR,
+    "warning": logging.WARNING,
+    "info": logging.INFO,
+    "debug": logging.DEBUG,
+}
 _LSP_TYPES = [
     (logging.ERROR, types.MessageType.Error),
     (logging.WARNING, types.MessageType.Warning),
@@ -82,7 +86,8 @@ class MemoryProtocol(LanguageServerProtocol):
             if not (isinstance(data, dict) and "id" in data and "method" in data):
                 raise
             err = JsonRpcInvalidParams(
-                message=f"{data['method']}: invalid params: {_describe(exc.__cause__)}")
+                message=f"{data['method']}: invalid params: {_describe(exc.__cause__)}"
+            )
             self._send_response(data["id"], None, err.to_response_error())
             return _ANSWERED
 
@@ -118,7 +123,8 @@ class LspLogHandler(logging.Handler):
 class MemoryLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            "memory-ls", __version__,
+            "memory-ls",
+            __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=MemoryProtocol,
             converter_factory=_converter,
@@ -152,9 +158,12 @@ class MemoryLanguageServer(LanguageServer):
         if now - self._last_error_shown > 60:
             self._last_error_shown = now
             with contextlib.suppress(Exception):  # reporting is best effort
-                self.window_show_message(types.ShowMessageParams(
-                    type=types.MessageType.Error,
-                    message=f"memory-ls: internal error: {error} (details in the log)"))
+                self.window_show_message(
+                    types.ShowMessageParams(
+                        type=types.MessageType.Error,
+                        message=f"memory-ls: internal error: {error} (details in the log)",
+                    )
+                )
 
     def shutdown(self) -> None:
         # Reached on exit with or without a prior `shutdown` request.
@@ -255,8 +264,7 @@ def build_server() -> MemoryLanguageServer:
 
     # -- standard requests ------------------------------------------------------------------
     @server.feature(types.WORKSPACE_SYMBOL)
-    async def workspace_symbol(params: types.WorkspaceSymbolParams
-                               ) -> list[types.WorkspaceSymbol]:
+    async def workspace_symbol(params: types.WorkspaceSymbolParams) -> list[types.WorkspaceSymbol]:
         return await server.svc().workspace_symbols(params.query)
 
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
@@ -267,8 +275,9 @@ def build_server() -> MemoryLanguageServer:
     async def hover(params: types.HoverParams) -> types.Hover | None:
         return await server.svc().hover(params.text_document.uri, params.position)
 
-    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK,
-                    types.DocumentLinkOptions(resolve_provider=False))
+    @server.feature(
+        types.TEXT_DOCUMENT_DOCUMENT_LINK, types.DocumentLinkOptions(resolve_provider=False)
+    )
     async def document_link(params: types.DocumentLinkParams) -> list[types.DocumentLink]:
         return await server.svc().document_links(params.text_document.uri)
 

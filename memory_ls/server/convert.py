@@ -91,8 +91,9 @@ def hit_symbol(root: Path, hit: SearchHit) -> types.WorkspaceSymbol:
         name=name,
         kind=types.SymbolKind.Namespace if heading else types.SymbolKind.String,
         container_name=hit.citation,
-        location=types.Location(uri=file_uri(root, hit.path),
-                                range=whole_lines(hit.start_line, hit.end_line)),
+        location=types.Location(
+            uri=file_uri(root, hit.path), range=whole_lines(hit.start_line, hit.end_line)
+        ),
     )
 
 
@@ -121,8 +122,9 @@ def citation_at(line: str, column: int) -> tuple[int, int, Citation] | None:
     return None
 
 
-def span_range(lines: Sequence[str], line: int, start: int, end: int,
-               codec: PositionCodec) -> types.Range:
+def span_range(
+    lines: Sequence[str], line: int, start: int, end: int, codec: PositionCodec
+) -> types.Range:
     text = lines[line] if line < len(lines) else ""
     return types.Range(
         start=types.Position(line=line, character=codec.client_num_units(text[:start])),
@@ -131,8 +133,9 @@ def span_range(lines: Sequence[str], line: int, start: int, end: int,
 
 
 def excerpt_location(root: Path, ex: Excerpt) -> types.Location:
-    return types.Location(uri=file_uri(root, ex.path),
-                          range=whole_lines(ex.from_line, max(ex.from_line, ex.to_line)))
+    return types.Location(
+        uri=file_uri(root, ex.path), range=whole_lines(ex.from_line, max(ex.from_line, ex.to_line))
+    )
 
 
 def excerpt_hover(ex: Excerpt, rng: types.Range | None) -> types.Hover:
@@ -144,15 +147,18 @@ def excerpt_hover(ex: Excerpt, rng: types.Range | None) -> types.Hover:
     lang = "json" if ex.path.endswith(".jsonl") else "markdown"
     title = format_citation(ex.path, ex.from_line, max(ex.from_line, ex.to_line))
     more = f"\n\n... {len(lines) - HOVER_MAX_LINES} more lines" if cut else ""
-    value = (f"**{title}** (lines {ex.from_line}-{max(ex.from_line, ex.to_line)} "
-             f"of {ex.total_lines})\n\n{fence}{lang}\n{body}\n{fence}{more}")
+    value = (
+        f"**{title}** (lines {ex.from_line}-{max(ex.from_line, ex.to_line)} "
+        f"of {ex.total_lines})\n\n{fence}{lang}\n{body}\n{fence}{more}"
+    )
     return types.Hover(
         contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value), range=rng
     )
 
 
-def citation_link(lines: Sequence[str], span: CitationSpan, target_uri: str,
-                  codec: PositionCodec) -> types.DocumentLink:
+def citation_link(
+    lines: Sequence[str], span: CitationSpan, target_uri: str, codec: PositionCodec
+) -> types.DocumentLink:
     c = span.citation
     # VS Code opens file#L3-L9 at those lines; other clients ignore the fragment.
     return types.DocumentLink(
@@ -162,8 +168,9 @@ def citation_link(lines: Sequence[str], span: CitationSpan, target_uri: str,
     )
 
 
-def citation_diagnostic(lines: Sequence[str], span: CitationSpan, message: str,
-                        codec: PositionCodec) -> types.Diagnostic:
+def citation_diagnostic(
+    lines: Sequence[str], span: CitationSpan, message: str, codec: PositionCodec
+) -> types.Diagnostic:
     return types.Diagnostic(
         range=span_range(lines, span.line, span.start, span.end, codec),
         message=message,
@@ -197,7 +204,7 @@ def heading_symbols(lines: Sequence[str], codec: PositionCodec) -> list[types.Do
     roots: list[types.DocumentSymbol] = []
     stack: list[tuple[int, types.DocumentSymbol]] = []
     for idx, (line, level, title) in enumerate(found):
-        end = next((ln for ln, lv, _ in found[idx + 1:] if lv <= level), n)
+        end = next((ln for ln, lv, _ in found[idx + 1 :] if lv <= level), n)
         last = max(line, end - 1)
         text = lines[line].rstrip("\r\n")
         sym = types.DocumentSymbol(

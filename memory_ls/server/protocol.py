@@ -26,7 +26,6 @@ CMD_SAVE_SESSION = "memory.saveSession"
 COMMANDS = (CMD_REINDEX, CMD_SYNC, CMD_STATUS, CMD_SAVE_SESSION)
 
 
-
 def invalid(method: str, field: str, message: str) -> JsonRpcInvalidParams:
     return JsonRpcInvalidParams(message=f"{method}: {field}: {message}")
 
@@ -89,8 +88,9 @@ def _opt_str(method: str, data: dict[str, Any], key: str) -> str | None:
     return value
 
 
-def _opt_int(method: str, data: dict[str, Any], key: str, minimum: int = 1,
-             maximum: int | None = None) -> int | None:
+def _opt_int(
+    method: str, data: dict[str, Any], key: str, minimum: int = 1, maximum: int | None = None
+) -> int | None:
     value = data.get(key)
     if value is None:
         return None
@@ -122,8 +122,11 @@ def parse_search(params: Any, method: str = SEARCH) -> SearchRequest:
         raise invalid(method, "query", f"longer than {MAX_QUERY_CHARS} characters")
     min_score = data.get("minScore")
     if min_score is not None:
-        if (isinstance(min_score, bool) or not isinstance(min_score, int | float)
-                or not math.isfinite(min_score)):
+        if (
+            isinstance(min_score, bool)
+            or not isinstance(min_score, int | float)
+            or not math.isfinite(min_score)
+        ):
             raise invalid(method, "minScore", f"expected a number, got {min_score!r}")
         if not 0 <= min_score <= 1:
             raise invalid(method, "minScore", f"must be between 0 and 1, got {min_score}")

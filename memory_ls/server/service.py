@@ -90,8 +90,9 @@ def check_citation(engine: MemoryEngine, cite: Citation, doc_dir: str | None) ->
             out.problem = f"{cite}: lines past the end ({ex.total_lines} lines)"
         return out
     exists = any((engine.root / p).is_file() for p in candidates)
-    return CiteCheck(cite, problem=None if exists else f"{cite.path}: no such memory file",
-                     missing=not exists)
+    return CiteCheck(
+        cite, problem=None if exists else f"{cite.path}: no such memory file", missing=not exists
+    )
 
 
 class MemoryService:
@@ -145,8 +146,9 @@ class MemoryService:
     def _settings_for(self, uri: str, root: Path) -> tuple[Settings, list[str]]:
         return load_settings(root, self.init_overrides, self.client_config.get(uri, {}))
 
-    def add_initial_folders(self, folders: Sequence[types.WorkspaceFolder] | None,
-                            root_uri: str | None) -> None:
+    def add_initial_folders(
+        self, folders: Sequence[types.WorkspaceFolder] | None, root_uri: str | None
+    ) -> None:
         self._loop = asyncio.get_running_loop()
         uris = [f.uri for f in folders or []] or ([root_uri] if root_uri else [])
         for uri in uris:
@@ -229,8 +231,12 @@ class MemoryService:
             register_options=types.DidChangeConfigurationRegistrationOptions(section=SECTION),
         )
         try:
-            await asyncio.wait_for(self.ls.client_register_capability_async(
-                types.RegistrationParams(registrations=[reg])), 5)
+            await asyncio.wait_for(
+                self.ls.client_register_capability_async(
+                    types.RegistrationParams(registrations=[reg])
+                ),
+                5,
+            )
         except Exception as exc:
             log.info("client refused didChangeConfiguration registration: %s", exc)
 
@@ -260,8 +266,9 @@ class MemoryService:
         self._start_interval(folder)
         folder.spawn(self._sync_with_progress(folder, "settings", False))
 
-    async def folders_changed(self, added: Iterable[types.WorkspaceFolder],
-                              removed: Iterable[types.WorkspaceFolder]) -> None:
+    async def folders_changed(
+        self, added: Iterable[types.WorkspaceFolder], removed: Iterable[types.WorkspaceFolder]
+    ) -> None:
         self._uri_cache.clear()
         for f in removed:
             folder = self.folders.pop(f.uri, None)
@@ -272,8 +279,11 @@ class MemoryService:
                 if task:
                     task.cancel()
                 await folder.close()
-        new = [folder for f in added
-               if f.uri not in self.folders and (folder := self._new_folder(f.uri))]
+        new = [
+            folder
+            for f in added
+            if f.uri not in self.folders and (folder := self._new_folder(f.uri))
+        ]
         for folder in new:
             self.folders[folder.uri] = folder
         if self._cap("workspace.configuration"):
@@ -359,7 +369,8 @@ class MemoryService:
         if uri in self._published:
             self._published.discard(uri)
             self.ls.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+            )
 
     def watched_files_changed(self, changes: Sequence[types.FileEvent]) -> None:
         for change in changes:
@@ -410,22 +421,40 @@ class MemoryService:
             if not folder.settings.sync.watch:
                 continue
             for glob in memory_globs(folder.settings):
-                pattern: Any = (types.RelativePattern(base_uri=folder.uri, pattern=glob)
-                                if relative else f"**/{glob}")
+                pattern: Any = (
+                    types.RelativePattern(base_uri=folder.uri, pattern=glob)
+                    if relative
+                    else f"**/{glob}"
+                )
                 watchers.append(types.FileSystemWatcher(glob_pattern=pattern))
         try:
             if self.watch_mode == "client":
-                await self.ls.client_unregister_capability_async(types.UnregistrationParams(
-                    unregisterations=[types.Unregistration(
-                        id=WATCH_REGISTRATION,
-                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES)]))
-            await asyncio.wait_for(self.ls.client_register_capability_async(
-                types.RegistrationParams(registrations=[types.Registration(
-                    id=WATCH_REGISTRATION,
-                    method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                    register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                        watchers=watchers),
-                )])), 5)
+                await self.ls.client_unregister_capability_async(
+                    types.UnregistrationParams(
+                        unregisterations=[
+                            types.Unregistration(
+                                id=WATCH_REGISTRATION,
+                                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            )
+                        ]
+                    )
+                )
+            await asyncio.wait_for(
+                self.ls.client_register_capability_async(
+                    types.RegistrationParams(
+                        registrations=[
+                            types.Registration(
+                                id=WATCH_REGISTRATION,
+                                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                                register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                                    watchers=watchers
+                                ),
+                            )
+                        ]
+                    )
+                ),
+                5,
+            )
             return True
         except Exception as exc:
             log.info("client refused file watching (%s); watching files in the server", exc)
@@ -450,20 +479,27 @@ class MemoryService:
             return None
         summary = "up to date"
         if report is not None:
-            summary = (f"{report.files} files: {report.indexed} indexed, {report.removed} "
-                       f"removed, {embedded} embedded in {time.perf_counter() - t0:.1f}s")
+            summary = (
+                f"{report.files} files: {report.indexed} indexed, {report.removed} "
+                f"removed, {embedded} embedded in {time.perf_counter() - t0:.1f}s"
+            )
         reporter.end(summary)
         return report
 
     async def sync_command(self, force: bool, folder_ref: str | None, method: str) -> Any:
         folders = self._select(folder_ref, method)
         reports = await asyncio.gather(
-            *(self._sync_with_progress(f, "reindex" if force else "command", force)
-              for f in folders))
-        return {"folders": [
-            {"folder": f.uri, "report": r.to_json() if r is not None else None}
-            for f, r in zip(folders, reports, strict=True)
-        ]}
+            *(
+                self._sync_with_progress(f, "reindex" if force else "command", force)
+                for f in folders
+            )
+        )
+        return {
+            "folders": [
+                {"folder": f.uri, "report": r.to_json() if r is not None else None}
+                for f, r in zip(folders, reports, strict=True)
+            ]
+        }
 
     async def save_session(self, p: SaveSessionParams) -> dict[str, Any]:
         """Write a session note from a transcript (never overwriting), then index it."""
@@ -471,23 +507,25 @@ class MemoryService:
         if not folders:
             raise invalid(CMD_SAVE_SESSION, "folder", "no workspace folder is open")
         folder = folders[0]
-        transcript = Path(to_fs_path(p.transcript) if p.transcript.startswith("file:")
-                          else p.transcript)
+        transcript = Path(
+            to_fs_path(p.transcript) if p.transcript.startswith("file:") else p.transcript
+        )
         if not transcript.is_absolute():
             transcript = folder.root / transcript
         if not transcript.is_file():
             raise invalid(CMD_SAVE_SESSION, "transcript", f"no such file: {transcript}")
         async with folder.use() as engine:
             path = await folder.read(
-                save_session, engine.root, transcript, p.messages, p.source, engine.settings)
+                save_session, engine.root, transcript, p.messages, p.source, engine.settings
+            )
         await self._sync_with_progress(folder, "session-save", False)
         rel = path.relative_to(folder.root).as_posix()
         return {"path": rel, "uri": path.as_uri()}
 
     # -- requests ---------------------------------------------------------------------------
-    async def _search_folders(self, p: SearchRequest, method: str,
-                              max_results: int | None = None
-                              ) -> tuple[list[tuple[Path, SearchResponse]], int]:
+    async def _search_folders(
+        self, p: SearchRequest, method: str, max_results: int | None = None
+    ) -> tuple[list[tuple[Path, SearchResponse]], int]:
         folders = self._select(p.folder, method)
         if not folders:
             return [], max_results or p.max_results or Settings().query.max_results
@@ -551,8 +589,11 @@ class MemoryService:
         folders = self._select(folder_ref, method)
 
         async def one(folder: Folder) -> dict[str, Any]:
-            extra = {"folder": folder.uri, "syncing": folder.syncing,
-                     "pendingEdits": folder.pending_edits}
+            extra = {
+                "folder": folder.uri,
+                "syncing": folder.syncing,
+                "pendingEdits": folder.pending_edits,
+            }
             try:
                 async with folder.use() as engine:
                     st = await folder.read(engine.status)
@@ -596,8 +637,9 @@ class MemoryService:
                 break
             ddir = doc_dir if folder is home else None
 
-            def batch(engine: MemoryEngine, idx: list[int], ddir: str | None = ddir
-                      ) -> list[tuple[int, CiteCheck]]:
+            def batch(
+                engine: MemoryEngine, idx: list[int], ddir: str | None = ddir
+            ) -> list[tuple[int, CiteCheck]]:
                 memo: dict[Citation, CiteCheck] = {}
                 out = []
                 for i in idx:
@@ -619,8 +661,10 @@ class MemoryService:
                 if chk.excerpt is None and chk.missing:
                     left.append(i)
             todo = left
-        return [results.get(i) or CiteCheck(c, problem=f"{c.path}: no workspace folder",
-                                            missing=True) for i, c in enumerate(cites)]
+        return [
+            results.get(i) or CiteCheck(c, problem=f"{c.path}: no workspace folder", missing=True)
+            for i, c in enumerate(cites)
+        ]
 
     def _doc_lines(self, uri: str) -> list[str] | None:
         text = self._buffer_text(uri)
@@ -629,8 +673,9 @@ class MemoryService:
     def _codec(self) -> Any:
         return self.ls.workspace.position_codec
 
-    async def citation_at(self, uri: str, pos: types.Position
-                          ) -> tuple[types.Range, CiteCheck] | None:
+    async def citation_at(
+        self, uri: str, pos: types.Position
+    ) -> tuple[types.Range, CiteCheck] | None:
         lines = self._doc_lines(uri)
         if lines is None or pos.line >= len(lines):
             return None
@@ -660,8 +705,12 @@ class MemoryService:
         if chk.excerpt is None:
             if chk.problem is None:
                 return None
-            return types.Hover(contents=types.MarkupContent(
-                kind=types.MarkupKind.Markdown, value=f"memory-ls: {chk.problem}"), range=rng)
+            return types.Hover(
+                contents=types.MarkupContent(
+                    kind=types.MarkupKind.Markdown, value=f"memory-ls: {chk.problem}"
+                ),
+                range=rng,
+            )
         return convert.excerpt_hover(chk.excerpt, rng)
 
     async def document_links(self, uri: str) -> list[types.DocumentLink]:
@@ -692,13 +741,15 @@ class MemoryService:
             old.cancel()
         delay = (delay_ms if delay_ms is not None else 300) / 1000
         self._diag_timers[uri] = self._loop.call_later(
-            delay, lambda: self.spawn(self.publish_diagnostics(uri)))
+            delay, lambda: self.spawn(self.publish_diagnostics(uri))
+        )
 
     def _refresh_diagnostics(self, folder: Folder, exclude: str | None = None) -> None:
         # An indexed edit or a sync may fix or break citations in other open documents.
         for uri in list(self.ls.workspace.text_documents):
-            if uri != exclude and (uri in self._published or "#L" in (self._buffer_text(uri)
-                                                                      or "")):
+            if uri != exclude and (
+                uri in self._published or "#L" in (self._buffer_text(uri) or "")
+            ):
                 self.schedule_diagnostics(uri, 500)
 
     async def publish_diagnostics(self, uri: str) -> None:
@@ -711,14 +762,18 @@ class MemoryService:
         spans = list(convert.citation_spans(lines))
         checks = await self.check_citations(uri, [s.citation for s in spans]) if spans else []
         codec = self._codec()
-        diags = [convert.citation_diagnostic(lines, s, chk.problem, codec)
-                 for s, chk in zip(spans, checks, strict=True) if chk.problem]
+        diags = [
+            convert.citation_diagnostic(lines, s, chk.problem, codec)
+            for s, chk in zip(spans, checks, strict=True)
+            if chk.problem
+        ]
         cur = self.ls.workspace.text_documents.get(uri)
         if cur is None or cur.version != version:
             return  # edited meanwhile: a newer run is scheduled
         if diags or uri in self._published:
             self.ls.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version)
+            )
             if diags:
                 self._published.add(uri)
             else:
@@ -733,8 +788,10 @@ class MemoryService:
 
     def _show_settings_problems(self, folder: Folder) -> None:
         if folder.problems:
-            self.show_once(f"memory-ls: settings of {folder.name}: " + "; ".join(folder.problems),
-                           types.MessageType.Warning)
+            self.show_once(
+                f"memory-ls: settings of {folder.name}: " + "; ".join(folder.problems),
+                types.MessageType.Warning,
+            )
         if folder.error:
             self.show_once(f"memory-ls: {folder.error}", types.MessageType.Error)
 
@@ -747,8 +804,10 @@ class MemoryService:
             return
         if st.get("provider") is None:
             if folder.settings.provider != "none" and st.get("providerReason"):
-                self.show_once(f"memory-ls: keyword-only search: {st['providerReason']}",
-                               types.MessageType.Info)
+                self.show_once(
+                    f"memory-ls: keyword-only search: {st['providerReason']}",
+                    types.MessageType.Info,
+                )
         else:
             if st.get("sqliteVec") not in (None, "loaded"):
                 self.show_once(f"memory-ls: {st['sqliteVec']}", types.MessageType.Info)
@@ -811,8 +870,12 @@ class Progress:
                 token = None
         self = cls(service, token, title)
         if token:
-            service.ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                title=title, cancellable=False, percentage=0, message="starting"))
+            service.ls.work_done_progress.begin(
+                token,
+                types.WorkDoneProgressBegin(
+                    title=title, cancellable=False, percentage=0, message="starting"
+                ),
+            )
         return self
 
     def callback(self, done: int, total: int, what: str) -> None:
@@ -831,8 +894,12 @@ class Progress:
         # Percentages may not go backwards; the embedding phase reports as its own 0-100
         # in the message only.
         self._last_pct = max(self._last_pct, pct if what == "indexing" else self._last_pct)
-        self.service.ls.work_done_progress.report(self.token, types.WorkDoneProgressReport(
-            message=f"{what} {done}/{total}", percentage=max(0, self._last_pct)))
+        self.service.ls.work_done_progress.report(
+            self.token,
+            types.WorkDoneProgressReport(
+                message=f"{what} {done}/{total}", percentage=max(0, self._last_pct)
+            ),
+        )
 
     def end(self, message: str) -> None:
         if self.token is None or self._ending:
@@ -845,4 +912,5 @@ class Progress:
         token, self.token = self.token, None
         if token is not None:
             self.service.ls.work_done_progress.end(
-                token, types.WorkDoneProgressEnd(message=message))
+                token, types.WorkDoneProgressEnd(message=message)
+            )

@@ -114,7 +114,9 @@ class ServerWatcher:
         try:
             self._watches[root].append(
                 self._observer.schedule(
-                    self._handlers[root], str(d), recursive=recursive  # type: ignore[arg-type]
+                    self._handlers[root],
+                    str(d),
+                    recursive=recursive,  # type: ignore[arg-type]
                 )
             )
         except OSError as exc:  # e.g. out of inotify watches: degrade to no watching

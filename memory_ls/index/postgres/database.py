@@ -84,7 +84,8 @@ class PgDatabase:
         self.df: dict[str, tuple[int, float]] = {}  # tsquery text -> (chunks, when counted)
         self.totals: tuple[int, float, float] | None = None  # (chunks, avg length, when)
         self.sample: tuple[str, np.ndarray, float] | None = None  # (model, vectors, when)
-        self.hnsw_dims: set[int] = set()
+        self.hnsw_dims: set[int] = set()  # dimension counts that have their HNSW index
+        self.deferred_dims: set[int] = set()  # ... that get it once the vector phase is done
         self._writer: psycopg.Connection[Any] | None = None
         try:
             conn = self._connect(WRITER_TIMEOUT_MS)

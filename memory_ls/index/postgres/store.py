@@ -391,7 +391,11 @@ class PgStore:
             )
 
     def ensure_vec_table(self, dims: int) -> None:
-        vectors.ensure_index(self, dims)
+        vectors.defer_index(self, dims)
+
+    def build_indexes(self) -> None:
+        """After a vector phase: the HNSW indexes it put off (see ``vectors.defer_index``)."""
+        vectors.build_deferred(self)
 
     # -- search -----------------------------------------------------------------------------------
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:

@@ -30,20 +30,30 @@ def index_name(dims: int) -> str:
     return f"memory_vectors_hnsw_{int(dims)}"
 
 
-def ensure_index(store: PgStore, dims: int) -> None:
-    """The HNSW index for vectors of ``dims`` (made once, by whoever stores the first)."""
+def defer_index(store: PgStore, dims: int) -> None:
+    """Note that vectors of ``dims`` are being stored. Without an index for them yet, it is
+    built once the backfill is done (``build_deferred``): one bulk build is many times faster
+    than inserting each vector into a growing graph, and until then an exact scan answers."""
     db = store.db
     if dims in db.hnsw_dims:
         return
-    name = index_name(dims)
-    row = store.q("SELECT to_regclass(%s)", (name,)).fetchone()
-    if row is None or row[0] is None:
+    row = store.q("SELECT to_regclass(%s)", (index_name(dims),)).fetchone()
+    if row is not None and row[0] is not None:
+        db.hnsw_dims.add(dims)
+    else:
+        db.deferred_dims.add(dims)
+
+
+def build_deferred(store: PgStore) -> None:
+    """Build the HNSW indexes that ``defer_index`` put off (by whoever gets there first)."""
+    db = store.db
+    for dims in sorted(db.deferred_dims):
         vt = db.caps.vtype
         try:
             with store.conn.transaction():
                 store.q("SELECT pg_advisory_xact_lock(%s, %s)", (MIGRATION_LOCK, int(dims)))
                 store.q(
-                    f"CREATE INDEX IF NOT EXISTS {name} ON memory_vectors USING hnsw "
+                    f"CREATE INDEX IF NOT EXISTS {index_name(dims)} ON memory_vectors USING hnsw "
                     f"((embedding::{vt}({int(dims)})) {vt}_cosine_ops) WHERE dims = {int(dims)}"
                 )
         except errors.InsufficientPrivilege:
@@ -52,7 +62,8 @@ def ensure_index(store: PgStore, dims: int) -> None:
                 "vector search scans every row until the owner runs memory-ls once",
                 dims,
             )
-    db.hnsw_dims.add(dims)
+        db.deferred_dims.discard(dims)
+        db.hnsw_dims.add(dims)
 
 
 def knn(store: PgStore, query: np.ndarray, k: int) -> list[tuple[int, float]]:
