@@ -18,12 +18,10 @@ import psycopg
 
 from ...chunking import Chunk
 from ..store import ChunkRow, ChunkState, FileState, from_blob, to_blob
-from . import keyword, vectors
+from . import keyword, pending, vectors
 from .cache import PgEmbeddingCache
 from .database import PgDatabase, Vector
 from .tokens import index_text
-
-CLAIM_MINUTES = 10  # a client that died mid-batch blocks others' embedding of it this long
 
 
 class PgStore:
@@ -326,69 +324,22 @@ class PgStore:
     def pending_chunks(self, limit: int) -> list[tuple[int, str, str]]:
         """Chunks without this model's vector that no other client is embedding now; they are
         claimed for this client, so a fleet syncing the same notes pays for each text once."""
-        rows = self._claim(limit, self._pending_after)
+        rows = pending.claim(self, limit, self._pending_after)
         if not rows and self._pending_after:
-            rows = self._claim(limit, 0)  # one more pass from the start: released claims
+            rows = pending.claim(self, limit, 0)  # once more from the start: released claims
         self._pending_after = rows[-1][0] if rows else 0
         return rows
 
-    def _claim(self, limit: int, after: int) -> list[tuple[int, str, str]]:
-        # Resuming after the last id claimed keeps a backfill linear: every call would
-        # otherwise walk past all the chunks embedded by the calls before it.
-        rows = self.q(
-            """WITH picked AS (
-                 SELECT c.id, c.hash, c.text FROM memory_chunks c
-                 WHERE c.ns = %(ns)s AND c.id > %(after)s
-                   AND NOT EXISTS (SELECT 1 FROM memory_vectors v
-                                   WHERE v.chunk_id = c.id AND v.model = %(m)s)
-                   AND NOT EXISTS (SELECT 1 FROM memory_embed_claims k
-                                   WHERE k.chunk_id = c.id AND k.model = %(m)s
-                                     AND k.owner <> %(me)s AND k.until > now())
-                 ORDER BY c.id LIMIT %(n)s FOR UPDATE OF c SKIP LOCKED),
-               claimed AS (
-                 INSERT INTO memory_embed_claims (chunk_id, model, owner, until)
-                 SELECT id, %(m)s, %(me)s, now() + make_interval(mins => %(mins)s) FROM picked
-                 ON CONFLICT (chunk_id, model) DO UPDATE
-                 SET owner = excluded.owner, until = excluded.until)
-               SELECT id, hash, text FROM picked ORDER BY id""",
-            {
-                "ns": self.ns,
-                "m": self.db.model_key,
-                "me": self.db.origin,
-                "n": limit,
-                "after": after,
-                "mins": CLAIM_MINUTES,
-            },
-        )
-        return [tuple(r) for r in rows]  # type: ignore[misc]
-
     def still_pending(self, rows: Sequence[tuple[int, str]]) -> set[int]:
-        if not rows:
-            return set()
-        found = self.q(
-            "SELECT c.id, c.hash FROM memory_chunks c WHERE c.ns = %s AND c.id = ANY(%s) "
-            "AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.chunk_id = c.id "
-            "AND v.model = %s)",
-            (self.ns, [cid for cid, _ in rows], self.db.model_key),
-        )
-        wanted = dict(rows)
-        return {cid for cid, h in found if wanted.get(cid) == h}
+        return pending.still_pending(self, rows)
 
     def count_pending(self) -> int:
-        row = self.q(
-            "SELECT count(*) FROM memory_chunks c WHERE c.ns = %s AND NOT EXISTS "
-            "(SELECT 1 FROM memory_vectors v WHERE v.chunk_id = c.id AND v.model = %s)",
-            (self.ns, self.db.model_key),
-        ).fetchone()
-        return int(row[0]) if row else 0
+        return pending.count(self)
 
     def set_embeddings(self, items: Sequence[tuple[int, bytes]], model: str) -> None:
         self._put_vectors(items)
         if items:
-            self.q(
-                "DELETE FROM memory_embed_claims WHERE chunk_id = ANY(%s) AND model = %s",
-                ([cid for cid, _ in items], self.db.model_key),
-            )
+            pending.release(self, [cid for cid, _ in items])
 
     def ensure_vec_table(self, dims: int) -> None:
         vectors.defer_index(self, dims)
