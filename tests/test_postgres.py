@@ -153,6 +153,43 @@ def test_hybrid_on_pgvector(pg_url, tmp_path):
         assert rows(pg_url, "SELECT 1 FROM pg_indexes WHERE indexname = 'memory_vectors_hnsw_16'")
 
 
+def test_vector_column_before_pgvector_0_7(pg_url, tmp_path):
+    """A schema made where pgvector was older than 0.7 stores `vector`, not `halfvec`: the
+    same engine works on it (HNSW on vector_cosine_ops)."""
+    from memory_ls.index.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
+
+    root = write_notes(tmp_path / "ws", NOTES)
+    with scratch_database(pg_url) as db_url:
+        with psycopg.connect(db_url, autocommit=True) as conn, conn.transaction():
+            conn.execute("CREATE EXTENSION vector")
+            conn.execute(
+                "CREATE TABLE memory_ls_migrations (version integer PRIMARY KEY, "
+                "applied_at timestamptz NOT NULL DEFAULT now(), client text NOT NULL)"
+            )
+            for stmt in MIGRATIONS[SCHEMA_VERSION]("vector"):
+                conn.execute(stmt)
+            conn.execute(
+                "INSERT INTO memory_ls_migrations VALUES (%s, now(), 'old')", (SCHEMA_VERSION,)
+            )
+        with (
+            StubServer(api_key=None, dims=16) as stub,
+            MemoryEngine(root, team(db_url, unique("old"), stub)) as eng,
+        ):
+            eng.sync()
+            assert eng.status()["store"]["vectorType"] == "vector"
+            resp = eng.search("token bucket rate limiting")
+            assert resp.mode == "hybrid" and by_primary(resp)
+            assert resp.results[0].path == "memory/2026-01-10-api.md"
+        assert (
+            rows(
+                db_url,
+                "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                "memory_vectors_hnsw_16",
+            )[0][0].count("vector_cosine_ops")
+            == 1
+        )
+
+
 # -- many engines ----------------------------------------------------------------------------------
 
 
@@ -163,7 +200,8 @@ def test_two_engines_one_namespace(pg_url, tmp_path):
     )
     b = write_notes(tmp_path / "b", NOTES)
     with (
-        StubServer(api_key=None, dims=16) as stub, MemoryEngine(a, team(pg_url, ns, stub)) as ea,
+        StubServer(api_key=None, dims=16) as stub,
+        MemoryEngine(a, team(pg_url, ns, stub)) as ea,
         MemoryEngine(b, team(pg_url, ns, stub)) as eb,
     ):
         ea.sync()
