@@ -78,25 +78,27 @@ def _totals(store: PgStore) -> tuple[int, float]:
 
 def _frequencies(store: PgStore, queries: Sequence[str]) -> list[int]:
     """Chunks of the namespace matching each tsquery: counted up to ``EXACT_DF`` (a rare word's
-    IDF matters, and counting it is cheap); a word the planner's tsvector statistics put above
-    that gets their estimate, scaled to the namespace (its IDF is low, and counting 30,000 rows
-    per query would cost more than the search)."""
+    IDF matters, and counting it is cheap), all in one statement; a word matching more gets the
+    planner's estimate from the tsvector statistics, scaled to the namespace (its IDF is low,
+    and counting 30,000 rows per query would cost more than the search)."""
     db = store.db
-    out = []
-    for tsq in queries:
-        hit = db.df.get(tsq)
-        if hit is None or not db.fresh(hit[1]):
-            n = _estimate(store, tsq)
-            if n < EXACT_DF:
-                row = store.q(
-                    "SELECT count(*) FROM (SELECT 1 FROM memory_chunks WHERE ns = %s "
-                    "AND tsv @@ %s::tsquery LIMIT %s) m",
-                    (store.ns, tsq, EXACT_DF),
-                ).fetchone()
-                n = int(row[0]) if row else 0
-            hit = db.df[tsq] = (n, time.monotonic())
-        out.append(hit[0])
-    return out
+    known = {q: db.df[q] for q in queries if q in db.df and db.fresh(db.df[q][1])}
+    todo = [q for q in dict.fromkeys(queries) if q not in known]
+    if todo:
+        rows = store.q(
+            "SELECT (SELECT count(*) FROM (SELECT 1 FROM memory_chunks WHERE ns = %s "
+            "AND tsv @@ t::tsquery LIMIT %s) m) FROM unnest(%s::text[]) WITH ORDINALITY u(t, i) "
+            "ORDER BY i",
+            (store.ns, EXACT_DF, todo),
+        ).fetchall()
+        now = time.monotonic()
+        for tsq, (n,) in zip(todo, rows, strict=True):
+            known[tsq] = (max(int(n), _estimate(store, tsq)) if n >= EXACT_DF else int(n), now)
+        with db.lock:
+            if len(db.df) > 10_000:
+                db.df.clear()
+            db.df.update({q: known[q] for q in todo})
+    return [known[q][0] for q in queries]
 
 
 def _estimate(store: PgStore, tsq: str) -> int:
