@@ -134,6 +134,13 @@ def cmd_status(args: argparse.Namespace) -> int:
         prov = st["provider"]
         print(f"workspace   {st['root']}")
         print(f"index       {st['indexPath']}")
+        team = st["store"]
+        if team["backend"] == "postgres":
+            print(f"team index  {team['url']}  namespace {team['namespace']}")
+            answering = team["answering"]
+            if team["problem"]:
+                answering += f": {team['problem']}"
+            print(f"answering   {answering}")
         print(f"files       {st['files']}  chunks {st['chunks']}  {st['chunksBySource']}")
         print(f"mode        {st['mode']}" + (f"  ({st['providerReason']})" if not prov else ""))
         if prov:

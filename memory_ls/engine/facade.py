@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..embeddings.base import EmbeddingProvider
 from ..index.sync import Progress, SyncReport
@@ -30,6 +30,9 @@ from .indexer import Indexer, default_index_path
 from .providers import AUTO, ProviderPolicy
 from .reranking import RerankPolicy
 from .searcher import Searcher
+
+if TYPE_CHECKING:
+    from .primary import Primary
 
 
 def resolve_paths(settings: Settings, root: Path) -> Settings:
@@ -70,13 +73,21 @@ class MemoryEngine:
             self.settings.store.path and Path(self.settings.store.path).expanduser()
         )
         self.index_path = Path(path) if path else default_index_path(self.root)
+        team = self.settings.store.backend == "postgres"
         try:
-            self.indexer = Indexer(self.settings, self.workspace, self.policy, self.index_path)
+            self.indexer = Indexer(
+                self.settings, self.workspace, self.policy, self.index_path, keyword_only=team
+            )
         except BaseException:
             self.policy.close()
             raise
         self.rerank = RerankPolicy(self.settings, reranker)  # never raises
-        self.searcher = Searcher(self.indexer, self.policy, self.rerank)
+        self.primary: Primary | None = None
+        if team:
+            from .primary import Primary  # psycopg is needed only by a team index
+
+            self.primary = Primary(self.settings, self.workspace, self.policy)
+        self.searcher = Searcher(self.indexer, self.policy, self.rerank, self.primary)
 
     def __enter__(self) -> MemoryEngine:
         return self
@@ -122,8 +133,14 @@ class MemoryEngine:
         progress: Progress | None = None,
         embed: bool = True,
     ) -> SyncReport:
-        """Incremental sync (or a safe full rebuild when forced or the meta changed)."""
-        return self.indexer.sync(reason, force, progress, embed)
+        """Incremental sync (or a safe full rebuild when forced or the meta changed); with a
+        team index, then its catch-up and its vector phase."""
+        report = self.indexer.sync(reason, force, progress, embed)
+        if self.primary is not None:
+            self.primary.catch_up(self.indexer, None, force)
+            if embed:
+                self.primary.embed(self.indexer, progress, report, None)
+        return report
 
     def embed_pending(
         self,
@@ -132,6 +149,8 @@ class MemoryEngine:
         should_stop: Callable[[], bool] | None = None,
     ) -> int:
         """Embed chunks that have no vector yet; returns how many were embedded."""
+        if self.primary is not None:
+            return self.primary.embed(self.indexer, progress, report, should_stop)
         return self.indexer.embed_pending(progress, report, should_stop)
 
     def mark_dirty(self, paths: list[str]) -> None:
@@ -140,16 +159,28 @@ class MemoryEngine:
 
     def sync_dirty(self, budget_s: float | None = None) -> SyncReport | None:
         """Keyword-index the dirty files now (within ``budget_s`` seconds of waiting)."""
-        return self.indexer.sync_dirty(budget_s)
+        changed = set(self.indexer.dirty)
+        report = self.indexer.sync_dirty(budget_s)
+        if self.primary is not None and changed:
+            self.primary.ready(self.indexer, changed)
+        return report
 
     def set_document(self, path: str | Path, text: str) -> bool:
         """Index an editor buffer's unsaved text (keyword side now, vectors on the next
-        ``embed_pending``). Returns False when the path is not memory of this workspace."""
-        return self.indexer.set_document(path, text)
+        ``embed_pending``). Returns False when the path is not memory of this workspace.
+        With a team index, a buffer equal to the file on disk (just saved) is pushed to it;
+        unsaved text never leaves this machine."""
+        if not self.indexer.set_document(path, text):
+            return False
+        if self.primary is not None:
+            self.primary.buffer_changed(self.indexer, str(path), text)
+        return True
 
     def clear_document(self, path: str | Path) -> None:
         """Forget an editor buffer and index the file as it is on disk (or drop it)."""
         self.indexer.clear_document(path)
+        if self.primary is not None:
+            self.primary.ready(self.indexer, {self.workspace.relative(str(path))})
 
     # -- reading ----------------------------------------------------------------------------
     def search(self, request: SearchRequest | str, **fields: Any) -> SearchResponse:
@@ -189,6 +220,14 @@ class MemoryEngine:
         backend = self.settings.store.vector_backend
         if backend != "sqlite-vec" or vec_reason:
             backend = "numpy"
+        store: dict[str, Any] = {"backend": "sqlite", "answering": "sqlite"}
+        fallback = self.fallback_reason
+        if self.primary is not None:
+            store, team_counts = self.primary.status()
+            if team_counts is not None:
+                counts, backend = team_counts, "pgvector"
+            else:
+                fallback = "; ".join(r for r in (self.primary.fallback_reason(), fallback) if r)
         return {
             "root": str(self.root),
             "indexPath": str(self.index_path),
@@ -201,7 +240,7 @@ class MemoryEngine:
             **ix.totals,
             "mode": "hybrid" if p else "keyword",
             "providerReason": self.provider_reason,
-            "fallbackReason": self.fallback_reason,
+            "fallbackReason": fallback,
             **self.rerank.status(),
             "vectorBackend": backend,
             "sqliteVec": vec_reason or "loaded",
@@ -211,9 +250,12 @@ class MemoryEngine:
             "openDocuments": sorted(ix.buffers),
             "lastSync": ix.last_sync.to_json() if ix.last_sync else None,
             "settingsProblems": self.problems,
+            "store": store,
         }
 
     def close(self) -> None:
+        if self.primary is not None:
+            self.primary.close()
         self.indexer.close()
         self.policy.close()
         self.rerank.close()

@@ -13,17 +13,19 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from ..chunking import ChunkLimits, text_hash
-from ..embeddings.base import EmbeddingError, normalize
+from ..chunking import ChunkLimits
+from ..embeddings.base import EmbeddingError, EmbeddingProvider, normalize
 from ..embeddings.batch import batch_embedder_for
+from ..index.backend import IndexBackend
 from ..index.embed import embed_pending
 from ..index.readers import ReaderPool
-from ..index.rows import from_blob, to_blob
+from ..index.rows import to_blob
 from ..index.schema import SCHEMA_VERSION
 from ..index.store import Store
 from ..index.sync import (
@@ -34,11 +36,12 @@ from ..index.sync import (
     remove_file,
     sync_keyword,
 )
-from ..search.calibrate import REFERENCE_PASSAGES
+from ..index.writes import VectorUpdate
 from ..search.vector import VectorIndex
 from ..settings import Settings, cache_dir
 from ..workspace import PathError, Workspace
 from .providers import ProviderPolicy
+from .reference import reference_vectors
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +70,52 @@ def remove_stale_rebuilds(index_path: Path) -> None:
             f.unlink(missing_ok=True)
 
 
+def index_context(
+    settings: Settings,
+    workspace: Workspace,
+    provider: EmbeddingProvider | None,
+    on_vectors: VectorUpdate | None = None,
+) -> IndexContext:
+    """How files are chunked and which vectors they may reuse, for the current provider."""
+    limits = ChunkLimits.for_model(
+        settings.chunking.tokens,
+        settings.chunking.overlap,
+        provider.max_input_tokens if provider else 0,
+        provider.max_input_bytes if provider else 0,
+    )
+    return IndexContext(
+        workspace=workspace,
+        limits=limits,
+        cache_key=(provider.id, provider.model, provider.provider_key) if provider else None,
+        cache_enabled=settings.cache.enabled,
+        max_file_bytes=settings.max_file_bytes,
+        on_vectors=on_vectors,
+    )
+
+
+@dataclass(frozen=True)
+class EmbedTarget:
+    """Where the vector phase writes: a store, the lock its writer is used under, a context."""
+
+    store: IndexBackend
+    lock: AbstractContextManager[object]
+    ctx: IndexContext
+
+
 class Indexer:
     def __init__(
-        self, settings: Settings, workspace: Workspace, policy: ProviderPolicy, index_path: Path
+        self,
+        settings: Settings,
+        workspace: Workspace,
+        policy: ProviderPolicy,
+        index_path: Path,
+        *,
+        keyword_only: bool = False,
     ):
+        """``keyword_only``: this index holds no vectors (a team's PostgreSQL index has them
+        and this one is its local fallback), whatever the provider."""
         self.settings = settings
+        self.keyword_only = keyword_only
         self.workspace = workspace
         self.policy = policy
         self.index_path = index_path
@@ -91,25 +135,11 @@ class Indexer:
 
     # -- setup ------------------------------------------------------------------------------
     def _make_context(self) -> IndexContext:
-        p = self.policy.current
-        s = self.settings
-        limits = ChunkLimits.for_model(
-            s.chunking.tokens,
-            s.chunking.overlap,
-            p.max_input_tokens if p else 0,
-            p.max_input_bytes if p else 0,
-        )
-        return IndexContext(
-            workspace=self.workspace,
-            limits=limits,
-            cache_key=(p.id, p.model, p.provider_key) if p else None,
-            cache_enabled=s.cache.enabled,
-            max_file_bytes=s.max_file_bytes,
-            on_vectors=self.vectors.update,
-        )
+        ctx = index_context(self.settings, self.workspace, self.policy.current, self.vectors.update)
+        return replace(ctx, cache_key=None) if self.keyword_only else ctx
 
     def _expected_meta(self) -> dict[str, str]:
-        p = self.policy.current
+        p = None if self.keyword_only else self.policy.current
         limits = self.ctx.limits
         return {
             "schema": str(SCHEMA_VERSION),
@@ -204,33 +234,39 @@ class Indexer:
                 f.unlink(missing_ok=True)
         return report
 
+    def own_target(self) -> EmbedTarget:
+        return EmbedTarget(self.writer, self.lock, self.ctx)
+
     def embed_pending(
         self,
         progress: Progress | None = None,
         report: SyncReport | None = None,
         should_stop: Callable[[], bool] | None = None,
+        target: EmbedTarget | None = None,
     ) -> int:
-        """Embed chunks that have no vector yet; returns how many were embedded."""
+        """Embed chunks that have no vector yet in this index (or in ``target``, the team
+        index); returns how many were embedded."""
         own_report = report is None
         report = report or SyncReport("embed")
         provider = self.policy.current
-        if provider is None or self.ctx.cache_key is None:
+        target = target or self.own_target()
+        if provider is None or target.ctx.cache_key is None:
             return 0
         before = report.embedded
         try:
-            self._backfill_with_batch_api()
+            self._backfill_with_batch_api(target)
             embed_pending(
-                self.writer,
+                target.store,
                 provider,
-                self.ctx,
-                self.lock,
+                target.ctx,
+                target.lock,
                 report,
                 progress,
                 batch_size=self._batch_size(),
                 should_stop=should_stop,
             )
-            with self.lock:
-                self.writer.cache.evict(self.settings.cache.max_entries)
+            with target.lock:
+                target.store.cache.evict(self.settings.cache.max_entries)
         except EmbeddingError as exc:
             if self.policy.switch_to_fallback(exc):
                 self._provider_changed()
@@ -251,55 +287,32 @@ class Indexer:
             self.reference = None
 
     def reference_vectors(self) -> np.ndarray | None:
-        """The calibration passages (search/calibrate.py) as the current model embeds them:
-        from the embedding cache, else embedded once (outside the writer lock) and cached.
-        Asked for by the first search with a query vector, not by syncs: a backfill through
-        a batch API must not send synchronous requests."""
-        provider, key = self.policy.current, self.ctx.cache_key
-        if self.reference is not None or provider is None or key is None:
-            return self.reference
-        hashes = [text_hash(t) for t in REFERENCE_PASSAGES]
-        with self.lock:
-            known = self.writer.cache.get(key, hashes)
-        missing = [
-            (h, t) for h, t in zip(hashes, REFERENCE_PASSAGES, strict=True) if h not in known
-        ]
-        if missing:
-            try:
-                vecs = normalize(provider.embed_documents([t for _, t in missing]))
-            except EmbeddingError as exc:
-                log.warning(
-                    "calibration passages not embedded (%s); the corpus alone is the background",
-                    exc,
-                )
-                return None
-            fresh = [(h, to_blob(v)) for (h, _), v in zip(missing, vecs, strict=True)]
-            with self.lock, self.writer.transaction():
-                self.writer.cache.put(key, fresh)
-            known.update(fresh)
-        self.reference = np.stack([from_blob(known[h]) for h in hashes])
+        """The calibration passages' vectors for this index's model (see ``reference.py``)."""
+        if self.reference is None:
+            self.reference = reference_vectors(self.policy.current, self.own_target())
         return self.reference
 
-    def _backfill_with_batch_api(self) -> None:
+    def _backfill_with_batch_api(self, target: EmbedTarget) -> None:
         """Large backfills through a provider's batch API (``remote.batchApi``): vectors land
         in the embedding cache as each job's results arrive, then the regular vector phase
         picks them up from there, so a crash loses nothing already paid for."""
         batcher = batch_embedder_for(self.policy.current, self.settings.remote)
-        key = self.ctx.cache_key
+        key = target.ctx.cache_key
+        store = target.store
         if batcher is None or key is None:
             return
-        with self.lock:
-            rows = self.writer.pending_chunks(10_000_000)
+        with target.lock:
+            rows = store.pending_chunks(10_000_000)
             texts = {h: t for _, h, t in rows}
-            cached = self.writer.cache.get(key, list(texts))
+            cached = store.cache.get(key, list(texts))
         todo = [h for h in texts if h not in cached]
         if not batcher.should_use(len(todo)):
             return
 
         def land(start: int, vectors: np.ndarray) -> None:
             items = [(todo[start + i], to_blob(v)) for i, v in enumerate(normalize(vectors))]
-            with self.lock, self.writer.transaction():
-                self.writer.cache.put(key, items)
+            with target.lock, store.transaction():
+                store.cache.put(key, items)
 
         batcher.embed([texts[h] for h in todo], on_vectors=land)
 

@@ -1,15 +1,21 @@
-"""The searcher: decides whether a query gets a vector and which vector backend answers,
-runs hybrid search on a reader connection (never waiting for the writer), then reranks the
-best fused candidates when a reranker is configured (``reranking.py``)."""
+"""The searcher: decides whether a query gets a vector and which backend answers, runs hybrid
+search on a reader connection (never waiting for the writer), then reranks the best fused
+candidates when a reranker is configured (``reranking.py``).
+
+With a team index (``store.backend = "postgres"``) PostgreSQL answers, its vectors searched by
+pgvector; when it cannot, the folder's local index answers and the response says why.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..index.backend import IndexBackend
 from ..rerank import MAX_DOCUMENT_CHARS
 from ..search.hybrid import Outcome
 from ..search.hybrid import run as run_search
@@ -21,77 +27,132 @@ from .indexer import Indexer
 from .providers import ProviderPolicy
 from .reranking import RerankPolicy, apply_scores
 
+if TYPE_CHECKING:
+    from .primary import Primary
+
 
 class Searcher:
-    def __init__(self, indexer: Indexer, policy: ProviderPolicy, rerank: RerankPolicy):
+    def __init__(
+        self,
+        indexer: Indexer,
+        policy: ProviderPolicy,
+        rerank: RerankPolicy,
+        primary: Primary | None = None,
+    ):
         self.indexer = indexer
         self.policy = policy
         self.rerank = rerank
+        self.primary = primary
 
     def search(self, request: SearchRequest) -> SearchResponse:
         t0 = time.perf_counter()
         settings = self.indexer.settings
         req = request.resolved(settings.query)
         self.indexer.notice_other_writers()
+        changed = set(self.indexer.dirty)
         self.indexer.sync_dirty(settings.sync.search_budget_ms / 1000)
         provider = self.policy.current
         fallback = self.policy.fallback_reason if provider else self.policy.reason
-        qvec = None
-        if provider is not None and req.mode != "keyword" and req.query.strip():
-            if self.indexer.needs_rebuild:
-                # The stored vectors belong to the previous model until the rebuild has run.
-                fallback = (
-                    "the index is waiting for a rebuild for the new model; keyword results only"
-                )
-            else:
-                qvec, why = self.policy.query_vector(req.query)
-                fallback = why or fallback
-        out, why_fused = self._reranked(req, qvec, settings.query)
-        if why_fused:
-            fallback = f"{fallback}; {why_fused}" if fallback else why_fused
+        out, why = self._reranked(req, settings.query, changed)
         return SearchResponse(
             results=out.hits,
             mode=out.mode,
             below_min_score=out.below_min_score,
             best_below=out.best_below,
             provider={"id": provider.id, "model": provider.model} if provider else None,
-            fallback_reason=fallback,
+            fallback_reason=why or fallback,
             took_ms=(time.perf_counter() - t0) * 1000,
         )
 
     def _reranked(
-        self, req: SearchRequest, qvec: np.ndarray | None, qs: QuerySettings
+        self, req: SearchRequest, qs: QuerySettings, changed: set[str]
     ) -> tuple[Outcome, str | None]:
-        """The outcome, reranked when a reranker is configured and ready; else the fused one
-        and why the reranker did not order it (None when there is no reranker)."""
+        """The outcome, reranked when a reranker is configured and ready; else the fused one,
+        with why the fused order stands (a degraded search or a failed rerank)."""
         rr = self.rerank
         if rr.current is None or not req.query.strip():
-            return self._fused(req, qvec, qs), None
+            return self._fused(req, qs, changed)
         paused = rr.paused()
         if paused:
-            return self._fused(req, qvec, qs), paused
+            out, why = self._fused(req, qs, changed)
+            return out, "; ".join(r for r in (why, paused) if r)
         # The best topN candidates, uncut, with their whole text (snippets shortened later).
         wide = dataclasses.replace(req, max_results=max(rr.top_n, req.limit), min_score=0.0)
         full = dataclasses.replace(
             qs, snippet_max_chars=max(qs.snippet_max_chars, MAX_DOCUMENT_CHARS)
         )
-        out = self._fused(wide, qvec, full)
+        out, why = self._fused(wide, full, changed)
         if not out.hits:
-            return out, None
-        scores, why = rr.scores(req.query, [h.snippet for h in out.hits])
+            return out, why
+        scores, failed = rr.scores(req.query, [h.snippet for h in out.hits])
         if scores is None:  # the fused order, exactly as without a reranker
-            return self._fused(req, qvec, qs), why
-        return apply_scores(out, scores, req.threshold, req.limit, qs.snippet_max_chars), None
+            out, why = self._fused(req, qs, set())
+            return out, "; ".join(r for r in (why, failed) if r)
+        return apply_scores(out, scores, req.threshold, req.limit, qs.snippet_max_chars), why
 
-    def _fused(self, req: SearchRequest, qvec: np.ndarray | None, qs: QuerySettings) -> Outcome:
-        settings = self.indexer.settings
+    def _fused(
+        self, req: SearchRequest, qs: QuerySettings, changed: set[str]
+    ) -> tuple[Outcome, str | None]:
+        """Hybrid search on the team index when there is one and it answers, else locally."""
+        if self.primary is not None:
+            answered = self._on_primary(req, qs, changed)
+            if answered is not None:
+                return answered
+        check = not self.indexer.keyword_only
+        qvec, why = self._query_vector(req, rebuilding=self.indexer.needs_rebuild, use=check)
         with self.indexer.reader() as store:
             vectors: VectorIndex | SqliteVecIndex = self.indexer.vectors
-            if settings.store.vector_backend == "sqlite-vec" and store.vec_reason is None:
+            if self.indexer.settings.store.vector_backend == "sqlite-vec" and (
+                store.vec_reason is None
+            ):
                 vectors = SqliteVecIndex(store)
-            reference = (
-                self.indexer.reference_vectors()
-                if qvec is not None and settings.query.calibrate
-                else None
+            calibrate = qvec is not None and qs.calibrate
+            reference = self.indexer.reference_vectors() if calibrate else None
+            out = self._run(store, vectors, qvec, req, qs, reference)
+        if self.primary is not None:
+            why = "; ".join(r for r in (self.primary.fallback_reason(), why) if r)
+        return out, why
+
+    def _on_primary(
+        self, req: SearchRequest, qs: QuerySettings, changed: set[str]
+    ) -> tuple[Outcome, str | None] | None:
+        """The team index's answer, None when it cannot give one (it is then cooling down)."""
+        primary = self.primary
+        assert primary is not None
+        db = primary.ready(self.indexer, changed)
+        if db is None:
+            return None
+        qvec, why = self._query_vector(req, rebuilding=False, use=True)
+
+        def answer(store: IndexBackend) -> Outcome:
+            calibrate = qvec is not None and qs.calibrate
+            reference = primary.reference_vectors(db) if calibrate else None
+            return self._run(store, SqliteVecIndex(store), qvec, req, qs, reference)
+
+        out = primary.read(answer)
+        return (out, why) if out is not None else None
+
+    def _query_vector(
+        self, req: SearchRequest, *, rebuilding: bool, use: bool
+    ) -> tuple[np.ndarray | None, str | None]:
+        provider = self.policy.current
+        if not use or provider is None or req.mode == "keyword" or not req.query.strip():
+            return None, None
+        if rebuilding:
+            # The stored vectors belong to the previous model until the rebuild has run.
+            return (
+                None,
+                "the index is waiting for a rebuild for the new model; keyword results only",
             )
-            return run_search(store, vectors, qvec, req, qs, datetime.now(UTC).date(), reference)
+        return self.policy.query_vector(req.query)
+
+    def _run(
+        self,
+        store: IndexBackend,
+        vectors: VectorIndex | SqliteVecIndex,
+        qvec: np.ndarray | None,
+        req: SearchRequest,
+        qs: QuerySettings,
+        reference: np.ndarray | None,
+    ) -> Outcome:
+        return run_search(store, vectors, qvec, req, qs, datetime.now(UTC).date(), reference)

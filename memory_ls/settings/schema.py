@@ -405,7 +405,42 @@ class SessionWriterSettings:
 
 
 @dataclass
+class PostgresSettings:
+    url: str = setting(
+        "",
+        "PostgreSQL URL of the team index when `store.backend` is `postgres`, e.g. "
+        "`postgresql://memory@db.internal/memory?sslmode=require` (empty: the "
+        "`MEMORY_LS_PG_URL` environment variable). Keep the password in `~/.pgpass` or that "
+        "variable; it never appears in logs, status or errors.",
+    )
+    namespace: str = setting(
+        "default",
+        "The team memory this folder reads and writes: several folders and machines may share "
+        "one; a client never sees another namespace's rows.",
+    )
+    timeout_ms: int = setting(
+        2000,
+        "Connect and query budget of a search in milliseconds: past it (or when the server is "
+        "unreachable) the folder's local SQLite index answers, keyword-only.",
+        minimum=100,
+    )
+    retry_after_s: float = setting(
+        30.0,
+        "After PostgreSQL failed, the local index answers for this many seconds before the "
+        "primary is tried again; writes made meanwhile are then replayed.",
+        minimum=0,
+    )
+    pool_size: int = setting(4, "Connections a language server keeps open for searches.", minimum=1)
+
+
+@dataclass
 class StoreSettings:
+    backend: str = setting(
+        "sqlite",
+        "Where the index lives: `sqlite` (one file per folder) or `postgres` (a shared team "
+        "index, see `store.postgres.url`; the SQLite file stays as the local fallback).",
+        choices=("sqlite", "postgres"),
+    )
     path: str = setting(
         "",
         "Index file; `~` is expanded, a relative path is relative to the server's working "
@@ -414,9 +449,11 @@ class StoreSettings:
     vector_backend: str = setting(
         "auto",
         "Vector search backend: `auto` and `numpy` search an in-memory matrix; `sqlite-vec` "
-        "the sqlite-vec extension (numpy when it does not load).",
+        "the sqlite-vec extension (numpy when it does not load). A team index "
+        '(`store.backend = "postgres"`) searches with pgvector\'s HNSW instead.',
         choices=("auto", "numpy", "sqlite-vec"),
     )
+    postgres: PostgresSettings = field(default_factory=PostgresSettings)
 
 
 @dataclass

@@ -1,0 +1,220 @@
+"""The team index (PostgreSQL + pgvector) side by side with SQLite, on one synthetic workspace.
+
+Measures, for both backends in one run: sync time (keyword phase and vectors), search latency
+p50 / p95 (keyword and hybrid) with one client and with N concurrent clients (threads sharing
+one engine, `store.postgres.poolSize` = N), and for PostgreSQL the HNSW build time (incremental
+during the sync, and a bulk rebuild) and recall@10 of the HNSW search against exact search over
+the same vectors. The workspace and queries come from bench/perf.py's generator; vectors from
+its random-projection "provider" (bag-of-words sums of fixed random 384-d vectors: clustered by
+topic as real embeddings are, unlike uniform random vectors, the worst case for HNSW).
+
+    python bench/pg.py --chunks 100000            # starts a PostgreSQL with tests/pg_server.sh
+    python bench/pg.py --chunks 100000 --url postgresql://...   # or MEMORY_LS_PG_URL
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import REPO, env_isolate, log, md_table  # noqa: E402
+from perf import Corpus, RandomProjectionProvider, lat  # noqa: E402
+
+SCRIPT = REPO / "tests" / "pg_server.sh"
+
+
+def latencies(engine: Any, queries: list[str], mode: str, clients: int) -> dict[str, float]:
+    """Per-query latency (ms) of ``queries`` run by ``clients`` threads at once."""
+    for q in queries[:5]:
+        engine.search(q, mode=mode)
+    out: list[float] = []
+    lock = threading.Lock()
+    it = iter(queries * max(1, clients // 4))
+
+    def run() -> None:
+        while True:
+            with lock:
+                q = next(it, None)
+            if q is None:
+                return
+            resp = engine.search(q, mode=mode)
+            if resp.mode != mode:
+                raise RuntimeError(f"asked for {mode}, got {resp.mode}: {resp.fallback_reason}")
+            with lock:
+                out.append(resp.took_ms)
+
+    threads = [threading.Thread(target=run) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return lat(out)
+
+
+def measure(engine: Any, queries: list[str], clients: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    report = engine.sync("bench")
+    res: dict[str, Any] = {"syncS": time.perf_counter() - t0, "embedded": report.embedded}
+    res["chunks"] = engine.status()["chunks"]
+    log(f"  synced {res['chunks']} chunks in {res['syncS']:.1f} s")
+    for mode in ("keyword", "hybrid"):
+        for n in (1, clients):
+            res[f"{mode}{n}"] = latencies(engine, queries, mode, n)
+            log(f"  {mode} x{n}: {fmt(res[f'{mode}{n}'])}")
+    return res
+
+
+def fmt(d: dict[str, float]) -> str:
+    return f"{d['p50']:.1f} / {d['p95']:.1f} ms"
+
+
+def recall(store: Any, ids: np.ndarray, mat: np.ndarray, vecs: list[np.ndarray], k: int) -> float:
+    """Mean share of the exact top 10 found in the first 10 of an HNSW search for k rows."""
+    hits = []
+    for v in vecs:
+        exact = set(ids[np.argsort(-(mat @ v))[:10]].tolist())
+        got = [cid for cid, _ in store.vec_search(v, k)][:10]
+        hits.append(len(exact & set(got)) / 10)
+    return float(np.mean(hits))
+
+
+def hnsw(url: str, engine: Any, queries: list[str], rp: Any) -> dict[str, Any]:
+    """Recall@10 of pgvector's HNSW against exact search over the same vectors, and a bulk
+    rebuild of the index. Two query sets: passages of the corpus (in-distribution, as real
+    queries of a real model are) and the benchmark's 1-4 word queries, whose random-projection
+    vectors lie far from every chunk (near-equal low similarities: the worst case), the latter
+    also with the engine's own candidate pool (50)."""
+    import psycopg
+
+    db = engine.primary.db
+    with db.reader() as store:
+        ids, mat = store.all_embeddings()
+        texts = [
+            r[0]
+            for r in store.q(
+                "SELECT left(text, 300) FROM memory_chunks WHERE ns = %s ORDER BY random() "
+                "LIMIT %s",
+                (store.ns, len(queries)),
+            )
+        ]
+        passages = [rp.embed_query(t) for t in texts]
+        words = [rp.embed_query(q) for q in queries]
+        out = {
+            "recall10": recall(store, ids, mat, passages, 10),
+            "recall10Words": recall(store, ids, mat, words, 10),
+            "recall10WordsPool50": recall(store, ids, mat, words, 50),
+        }
+    name = f"memory_vectors_hnsw_{mat.shape[1]}"
+    with psycopg.connect(url, autocommit=True) as conn:  # the bench's own connection
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute(f"DROP INDEX {name}")
+        t0 = time.perf_counter()
+        conn.execute(
+            f"CREATE INDEX {name} ON memory_vectors USING hnsw "
+            f"((embedding::halfvec({mat.shape[1]})) halfvec_cosine_ops) WHERE dims = {mat.shape[1]}"
+        )
+        out["bulkBuildS"] = time.perf_counter() - t0
+        out["indexMB"] = conn.execute(f"SELECT pg_relation_size('{name}')").fetchone()[0] / 2**20
+    return out
+
+
+def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    from memory_ls.engine import MemoryEngine
+    from memory_ls.settings import Settings
+
+    with tempfile.TemporaryDirectory(prefix="memory-ls-pgbench-", dir=args.tmp) as name:
+        tmp = Path(name)
+        env_isolate(tmp)
+        corpus = Corpus(args.seed)
+        files = args.files or max(1000, args.chunks // 11)
+        info = corpus.write_workspace(tmp / "ws", files, args.chunks)
+        queries = corpus.queries(args.queries)
+        log(f"generated {info['files']} files, {info['textMB']:.0f} MB")
+        rp = RandomProjectionProvider(corpus.vocab)
+        out: dict[str, Any] = {"files": info["files"], "clients": args.clients}
+        log("sqlite:")
+        with MemoryEngine(tmp / "ws", Settings(), provider=rp, index_path=tmp / "a.sqlite") as e:
+            out["sqlite"] = measure(e, queries, args.clients)
+        log("postgres:")
+        s = Settings()
+        s.store.backend = "postgres"
+        s.store.postgres.url = url
+        s.store.postgres.namespace = f"bench-{uuid.uuid4().hex[:8]}"
+        s.store.postgres.pool_size = args.clients
+        s.store.postgres.timeout_ms = 30_000  # measure slow queries, do not fall back on them
+        with MemoryEngine(tmp / "ws", s, provider=rp, index_path=tmp / "b.sqlite") as e:
+            out["postgres"] = measure(e, queries, args.clients)
+            out["hnsw"] = hnsw(url, e, queries, rp)
+            h = out["hnsw"]
+            log(f"  HNSW recall@10 {h['recall10']:.3f}, bulk build {h['bulkBuildS']:.1f} s")
+        return out
+
+
+def report(r: dict[str, Any]) -> str:
+    a, b, n = r["sqlite"], r["postgres"], r["clients"]
+    rows = [
+        ["chunks", a["chunks"], b["chunks"]],
+        ["full sync (keyword + vectors)", f"{a['syncS']:.1f} s", f"{b['syncS']:.1f} s"],
+    ]
+    for mode in ("keyword", "hybrid"):
+        rows.append([f"{mode} p50 / p95, 1 client", fmt(a[f"{mode}1"]), fmt(b[f"{mode}1"])])
+        rows.append([f"{mode} p50 / p95, {n} clients", fmt(a[f"{mode}{n}"]), fmt(b[f"{mode}{n}"])])
+    h = r["hnsw"]
+    rows.append(["vector recall@10 vs exact, passages", "1.000 (exact)", f"{h['recall10']:.3f}"])
+    rows.append(
+        [
+            "... 1-4 word queries, k 10 / k 50",
+            "1.000 (exact)",
+            f"{h['recall10Words']:.3f} / {h['recall10WordsPool50']:.3f}",
+        ]
+    )
+    rows.append(["HNSW bulk build", "-", f"{h['bulkBuildS']:.1f} s ({h['indexMB']:.0f} MB)"])
+    return md_table(["metric", "SQLite", "PostgreSQL + pgvector"], rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument("--files", type=int, default=0, help="default: chunks / 11")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--url", default=os.environ.get("MEMORY_LS_PG_URL", ""))
+    ap.add_argument("--tmp", default=None, help="where the workspace is generated")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    server = None
+    url = args.url
+    if not url:
+        server = tempfile.mkdtemp(prefix="memory-ls-pgbench-server-", dir="/tmp")
+        url = subprocess.run(
+            ["bash", str(SCRIPT), "up", server, sys.executable],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    try:
+        res = run(args, url)
+    finally:
+        if server:
+            subprocess.run(["bash", str(SCRIPT), "rm", server])
+    print(report(res))
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

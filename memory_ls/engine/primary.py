@@ -1,0 +1,298 @@
+"""The team index as primary, the folder's own SQLite index as fallback (the seed's fallback
+manager, on PostgreSQL + pgvector).
+
+PostgreSQL answers while it can. When it cannot (unreachable, too slow, bad credentials, a
+schema this version does not know) the folder's local SQLite index, kept in step by every sync
+(keyword-only), answers and every response says why; PostgreSQL is tried again after
+``store.postgres.retryAfterS``. Nothing is queued: the local index knows what the folder holds,
+and catching up compares that with what the primary holds (by content hash), so writes made
+during an outage reach the primary once it is back, and nothing is pushed twice. What to push
+is read from the disk, never from editor buffers: unsaved text stays on its machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+import psycopg
+
+from ..index.postgres import URL_ENV, PgDatabase, PgStore, PrimaryUnavailable, describe, redact
+from ..index.sync import (
+    IndexContext,
+    Progress,
+    SyncReport,
+    index_document,
+    remove_file,
+    sync_keyword,
+)
+from ..settings import Settings
+from ..sources import SourceError
+from ..sources.markdown import read_bytes
+from ..workspace import PathError, Workspace
+from .indexer import EmbedTarget, Indexer, index_context
+from .providers import ProviderPolicy
+from .reference import reference_vectors
+
+log = logging.getLogger(__name__)
+PRIMARY_ERRORS = (psycopg.Error, PrimaryUnavailable)
+T = TypeVar("T")
+
+
+class Primary:
+    def __init__(
+        self,
+        settings: Settings,
+        workspace: Workspace,
+        policy: ProviderPolicy,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        pg = settings.store.postgres
+        self.settings = settings
+        self.workspace = workspace
+        self.policy = policy
+        self.url = pg.url or os.environ.get(URL_ENV, "")
+        self.namespace = pg.namespace
+        self.origin = f"{socket.gethostname()}:{workspace.root}"
+        self._clock = clock
+        self.lock = threading.RLock()  # the writer connection and ``pushed``
+        self.db: PgDatabase | None = None
+        self.problem: str | None = None
+        if not self.url:
+            self.problem = "store.backend is postgres but no URL: set store.postgres.url or "
+            self.problem += URL_ENV
+        elif not self.namespace:
+            self.problem = "store.postgres.namespace is empty"
+        self.retry_at = 0.0
+        # path -> content hash the primary holds, for the files this folder has or wrote;
+        # None until compared after a (re)connect: then every difference is replayed.
+        self.pushed: dict[str, str] | None = None
+        self.last_push: SyncReport | None = None
+        self._reference: tuple[str, np.ndarray] | None = None
+
+    # -- health -------------------------------------------------------------------------------
+    def connect(self) -> PgDatabase | None:
+        """The database when it can be used now; connects (again) once the cooldown is over."""
+        db = self.db
+        if db is not None:  # no lock: a long push holds it, and searches must not wait on it
+            self._set_model(db)
+            return db
+        with self.lock:
+            if self.db is None:
+                if self.url == "" or not self.namespace or self._clock() < self.retry_at:
+                    return None
+                pg = self.settings.store.postgres
+                try:
+                    self.db = PgDatabase(
+                        self.url,
+                        self.namespace,
+                        self.origin,
+                        timeout_ms=pg.timeout_ms,
+                        pool_size=pg.pool_size,
+                    )
+                except PRIMARY_ERRORS as exc:
+                    self._down(exc)
+                    return None
+                self.problem, self.pushed = None, None
+                log.info("team index %s, namespace %s: connected", redact(self.url), self.namespace)
+            self._set_model(self.db)
+            return self.db
+
+    def _set_model(self, db: PgDatabase) -> None:
+        p = self.policy.current  # after a provider fallback: the fallback model's vectors
+        db.model_key = "|".join((p.id, p.model, p.provider_key)) if p else ""
+
+    def failed(self, exc: BaseException) -> None:
+        """The primary failed mid-use: the local index answers until the cooldown is over."""
+        with self.lock:
+            self._down(exc)
+            db, self.db, self.pushed = self.db, None, None
+        if db is not None:
+            db.close()
+
+    def _down(self, exc: BaseException) -> None:
+        self.problem = describe(exc, self.url)
+        self.retry_at = self._clock() + self.settings.store.postgres.retry_after_s
+        log.warning("%s; the local index answers meanwhile", self.problem)
+
+    def fallback_reason(self) -> str:
+        return (
+            f"team index unavailable: {self.problem}; answered from this folder's local index "
+            "(keyword only)"
+        )
+
+    # -- keeping the primary in step ------------------------------------------------------------
+    def context(self) -> IndexContext:
+        return index_context(self.settings, self.workspace, self.policy.current)
+
+    def catch_up(
+        self,
+        indexer: Indexer,
+        paths: set[str] | None = None,
+        force: bool = False,
+        wait_s: float = -1,
+    ) -> SyncReport | None:
+        """Push this folder's changes: the given paths, or (``None``, and after every
+        reconnect) every file whose content differs between the local index and the primary.
+        ``force`` re-indexes every file of this folder in one transaction under the
+        namespace's rebuild lock (readers keep the old rows until it commits)."""
+        db = self.connect()
+        if db is None:
+            return None
+        report = SyncReport("primary", full=force)
+        if not self.lock.acquire(timeout=wait_s):
+            return None  # another push is running; it or the next one takes these paths
+        try:
+            self._push(db.writer(), indexer, paths, force, report)
+        except PRIMARY_ERRORS as exc:
+            self.failed(exc)
+            return None
+        finally:
+            self.lock.release()
+        self.last_push = report
+        return report
+
+    def _push(
+        self,
+        store: PgStore,
+        indexer: Indexer,
+        paths: set[str] | None,
+        force: bool,
+        report: SyncReport,
+    ) -> None:
+        full = paths is None or self.pushed is None or force
+        with indexer.lock:
+            local = {
+                p: s.hash for p, s in indexer.writer.file_states(None if full else paths).items()
+            }
+        if self.pushed is None:
+            mine = store.origin_paths(self.origin)
+            self.pushed = {p: s.hash for p, s in store.file_states(local.keys() | mine).items()}
+        scope = local.keys() | self.pushed.keys() if full else set(paths or ())
+        todo = scope if force else {p for p in scope if local.get(p) != self.pushed.get(p)}
+        if not todo:
+            return
+        # The disk decides (a file gone from it is deleted for everyone); the diff only picks
+        # which files to look at.
+        if force:
+            self._reindex(store, sorted(todo), report)
+        else:
+            sync_keyword(store, self.context(), {}, report, None, todo)
+        after = store.file_states(todo)
+        for p in todo:
+            if p in after:
+                self.pushed[p] = after[p].hash
+            else:
+                self.pushed.pop(p, None)
+
+    def _reindex(self, store: PgStore, paths: list[str], report: SyncReport) -> None:
+        ctx, ws = self.context(), self.workspace
+        with store.transaction():
+            store.lock_namespace()
+            for path in paths:
+                mf = ws.classify(path)
+                try:
+                    if mf is None or not ws.is_memory_file(mf):
+                        raise FileNotFoundError(path)
+                    mtime = mf.abs_path.stat().st_mtime
+                    data = read_bytes(mf.abs_path, ctx.max_file_bytes)
+                except (FileNotFoundError, SourceError):
+                    remove_file(store, ctx, path)
+                    report.removed += 1
+                    continue
+                index_document(store, ctx, mf, data, mtime, report)
+
+    def ready(self, indexer: Indexer, changed: set[str]) -> PgDatabase | None:
+        """Connected and caught up (an outage's writes replayed, ``changed`` pushed)."""
+        db = self.connect()
+        if db is not None and (self.pushed is None or changed):
+            wait = max(1.0, self.settings.sync.search_budget_ms / 1000)
+            self.catch_up(indexer, changed if self.pushed is not None else None, wait_s=wait)
+        return self.db
+
+    def read(self, fn: Callable[[PgStore], T]) -> T | None:
+        """``fn`` on a reader of the team index; None (and the cooldown) when it fails."""
+        db = self.connect()
+        if db is None:
+            return None
+        try:
+            with db.reader() as store:
+                return fn(store)
+        except PRIMARY_ERRORS as exc:
+            self.failed(exc)
+            return None
+
+    def buffer_changed(self, indexer: Indexer, path: str, text: str) -> None:
+        """An editor buffer changed: push the file when the buffer is what was saved."""
+        try:
+            mf = self.workspace.resolve(path)
+            saved = mf.abs_path.read_bytes() == text.encode("utf-8", "surrogatepass")
+        except (OSError, PathError):
+            return
+        if saved and self.db is not None:
+            self.ready(indexer, {mf.path})
+
+    def embed(
+        self,
+        indexer: Indexer,
+        progress: Progress | None,
+        report: SyncReport | None,
+        should_stop: Callable[[], bool] | None,
+    ) -> int:
+        """Embed the namespace's chunks that have no vector of this model, claiming each
+        batch so that clients syncing at once never embed the same text twice."""
+        db = self.connect()
+        if db is None:
+            return 0
+        try:
+            with self.lock:
+                target = EmbedTarget(db.writer(), self.lock, self.context())
+            n = indexer.embed_pending(progress, report, should_stop, target)
+            if db.deferred_dims:
+                with self.lock:
+                    db.writer().build_indexes()
+            return n
+        except PRIMARY_ERRORS as exc:
+            self.failed(exc)
+            return 0
+
+    def reference_vectors(self, db: PgDatabase) -> np.ndarray | None:
+        if self._reference is not None and self._reference[0] == db.model_key:
+            return self._reference[1]
+        with self.lock:
+            target = EmbedTarget(db.writer(), self.lock, self.context())
+        ref = reference_vectors(self.policy.current, target)
+        if ref is not None:
+            self._reference = (db.model_key, ref)
+        return ref
+
+    # -- status -----------------------------------------------------------------------------------
+    def status(self) -> tuple[dict[str, Any], dict[str, object] | None]:
+        """(what status shows about the team index, its counts when it answered)."""
+        counts = self.read(lambda store: store.counts())
+        db = self.db
+        out: dict[str, Any] = {
+            "backend": "postgres",
+            "url": redact(self.url) if self.url else None,
+            "namespace": self.namespace,
+            "origin": self.origin,
+            "answering": "postgres" if db is not None else "sqlite",
+            "problem": self.problem,
+            "retryInS": None if db else round(max(0.0, self.retry_at - self._clock()), 1),
+            "lastPush": self.last_push.to_json() if self.last_push else None,
+        }
+        if db is not None:
+            out.update(pgvector=db.caps.pgvector, vectorType=db.caps.vtype, schema=db.caps.schema)
+        return out, counts
+
+    def close(self) -> None:
+        with self.lock:
+            db, self.db = self.db, None
+        if db is not None:
+            db.close()

@@ -1,0 +1,64 @@
+"""What went wrong with the PostgreSQL primary, said without the password.
+
+libpq's own messages do not carry the password, but a URL does, and a message may quote
+connection options: every text that leaves this package goes through ``scrub``.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+URL_ENV = "MEMORY_LS_PG_URL"
+
+
+class PrimaryUnavailable(Exception):
+    """The primary cannot be used; ``str()`` is the reason, safe to show."""
+
+
+def password_of(url: str) -> str | None:
+    if "://" in url:
+        return urlsplit(url).password
+    m = re.search(r"(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", url)
+    return m.group(1).strip("'") if m else None
+
+
+def redact(url: str) -> str:
+    """The URL as it may be shown: the password replaced by ``***``."""
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url)
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` with the URL's password (and any URL carrying one) taken out."""
+    secret = password_of(url)
+    if secret:
+        text = text.replace(secret, "***")
+    return re.sub(r"(postgres(?:ql)?://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
+
+
+def describe(exc: BaseException, url: str) -> str:
+    """One line naming what is wrong: unreachable, bad credentials, missing database, ..."""
+    if isinstance(exc, PrimaryUnavailable):
+        return scrub(str(exc), url)
+    first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+    low = str(exc).lower()
+    if "password authentication failed" in low or "no password supplied" in low:
+        kind = "bad credentials"
+    elif "does not exist" in low and "database" in low:
+        kind = "no such database"
+    elif "timeout" in low or "timed out" in low or "canceling statement" in low:
+        kind = "too slow"
+    elif "refused" in low or "could not connect" in low or "connection" in low:
+        kind = "unreachable"
+    else:
+        kind = "error"
+    return scrub(f"PostgreSQL at {redact(url)}: {kind} ({first})", url)

@@ -1,0 +1,190 @@
+"""The PostgreSQL schema, as numbered migrations applied once under an advisory lock.
+
+Every table carries the namespace (``ns``) in its key, so one database holds many teams'
+memories and every statement is scoped (row-level security can be added on ``ns``: README,
+"Team memory"). A database whose schema is newer than this version knows is never written to.
+Keyword search uses a text search configuration of the english Snowball stemmer with no stop
+words, fed tokens that Python already split, folded and cut into CJK bigrams (``tokens.py``),
+so both backends index the same words.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import errors
+
+from .errors import PrimaryUnavailable
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+MIGRATION_LOCK = 0x6D656D6F  # pg_advisory_xact_lock key shared by every memory-ls client
+TS_CONFIG = "memory_ls_english"
+MIN_PGVECTOR = (0, 5)  # HNSW
+HALFVEC_PGVECTOR = (0, 7)
+ITERATIVE_SCAN_PGVECTOR = (0, 8)
+
+
+def _v1(vtype: str) -> list[str]:
+    return [
+        f"CREATE TEXT SEARCH DICTIONARY {TS_CONFIG}_stem (TEMPLATE = snowball, Language = english)",
+        f"CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = english)",
+        f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR asciiword, asciihword, "
+        f"hword_asciipart, word, hword, hword_part WITH {TS_CONFIG}_stem",
+        "CREATE TABLE memory_meta (ns text NOT NULL, key text NOT NULL, value text NOT NULL, "
+        "PRIMARY KEY (ns, key))",
+        """CREATE TABLE memory_files (
+            ns text NOT NULL, path text NOT NULL, source text NOT NULL, hash text NOT NULL,
+            mtime double precision NOT NULL, size bigint NOT NULL, date text,
+            lines integer NOT NULL DEFAULT 0, line_map text, tail text,
+            origin text NOT NULL DEFAULT '', updated_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (ns, path))""",
+        """CREATE TABLE memory_chunks (
+            id bigserial PRIMARY KEY, ns text NOT NULL, path text NOT NULL,
+            source text NOT NULL, start_line integer NOT NULL, end_line integer NOT NULL,
+            hash text NOT NULL, text text NOT NULL,
+            tsv tsvector NOT NULL, len integer NOT NULL,
+            updated_at timestamptz NOT NULL DEFAULT now())""",
+        # Scoring reads tsv for every matching chunk: kept in the row (compressed if need be),
+        # never in TOAST, while the text, read for the few hits only, may go there.
+        "ALTER TABLE memory_chunks ALTER COLUMN tsv SET STORAGE MAIN",
+        "CREATE INDEX memory_chunks_path ON memory_chunks (ns, path, id)",
+        "CREATE INDEX memory_chunks_tsv ON memory_chunks USING gin (tsv)",
+        # One row per chunk and embedding model: clients with different models share a
+        # namespace, and a model change needs no rebuild (the old model's rows stay usable).
+        f"""CREATE TABLE memory_vectors (
+            chunk_id bigint NOT NULL REFERENCES memory_chunks(id) ON DELETE CASCADE,
+            ns text NOT NULL, model text NOT NULL, dims integer NOT NULL,
+            embedding {vtype} NOT NULL, PRIMARY KEY (chunk_id, model))""",
+        "CREATE INDEX memory_vectors_ns ON memory_vectors (ns, model)",
+        # Chunks a client is embedding now, so two clients never pay for the same text.
+        """CREATE TABLE memory_embed_claims (
+            chunk_id bigint NOT NULL REFERENCES memory_chunks(id) ON DELETE CASCADE,
+            model text NOT NULL, owner text NOT NULL, until timestamptz NOT NULL,
+            PRIMARY KEY (chunk_id, model))""",
+        """CREATE TABLE memory_embedding_cache (
+            ns text NOT NULL, provider text NOT NULL, model text NOT NULL,
+            provider_key text NOT NULL, hash text NOT NULL, embedding bytea NOT NULL,
+            used_at double precision NOT NULL,
+            PRIMARY KEY (ns, provider, model, provider_key, hash))""",
+        "CREATE INDEX memory_embedding_cache_lru ON memory_embedding_cache (ns, used_at)",
+    ]
+
+
+MIGRATIONS = {1: _v1}
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    pgvector: str  # extversion
+    vtype: str  # "halfvec" or "vector": the embedding column's type
+    iterative_scan: bool  # hnsw.iterative_scan (pgvector 0.8): filtered HNSW returns k rows
+    schema: int
+
+
+def version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.split("-")[0].split(".") if p.isdigit())
+
+
+def vector_type_for(extversion: str) -> str:
+    """halfvec (half the size, same recall) from pgvector 0.7 on; refuses before 0.5."""
+    v = version_tuple(extversion)
+    if v < MIN_PGVECTOR:
+        raise PrimaryUnavailable(
+            f"pgvector {extversion} is too old: memory-ls needs 0.5 or later (HNSW indexes); "
+            "an administrator runs ALTER EXTENSION vector UPDATE"
+        )
+    return "halfvec" if v >= HALFVEC_PGVECTOR else "vector"
+
+
+def _extension(conn: psycopg.Connection[Any]) -> str:
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if row:
+        return str(row[0])
+    db = conn.info.dbname
+    available = conn.execute(
+        "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+    ).fetchone()
+    if not available:
+        raise PrimaryUnavailable(
+            f"the pgvector extension is not installed on the server of database {db}"
+        )
+    try:
+        with conn.transaction():
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except (errors.InsufficientPrivilege, errors.FeatureNotSupported) as exc:
+        raise PrimaryUnavailable(
+            f"the vector extension is missing in database {db} and this role may not create "
+            f"it: an administrator runs CREATE EXTENSION vector; there once ({exc.sqlstate})"
+        ) from None
+    except errors.UniqueViolation:
+        pass  # another client created it at the same moment
+    return _extension(conn)
+
+
+def _applied(conn: psycopg.Connection[Any]) -> int | None:
+    """The schema version in the database; None when memory-ls never ran there."""
+    exists = conn.execute("SELECT to_regclass('memory_ls_migrations')").fetchone()
+    if not exists or exists[0] is None:
+        return None
+    row = conn.execute("SELECT max(version) FROM memory_ls_migrations").fetchone()
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def _column_type(conn: psycopg.Connection[Any]) -> str:
+    row = conn.execute(
+        "SELECT t.typname FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+        "WHERE a.attrelid = to_regclass('memory_vectors') AND a.attname = 'embedding'"
+    ).fetchone()
+    return str(row[0]) if row else "vector"
+
+
+def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
+    """Check pgvector and bring the schema up to date; raise PrimaryUnavailable with a clear
+    reason when that cannot be done. Up-to-date databases get no DDL at all, so a role with
+    row privileges only works once an owner has migrated."""
+    extversion = _extension(conn)
+    vtype = vector_type_for(extversion)
+    current = _applied(conn)
+    if current is not None and current > SCHEMA_VERSION:
+        raise PrimaryUnavailable(
+            f"schema version {current} was written by a newer memory-ls (this one knows "
+            f"{SCHEMA_VERSION}): upgrade memory-ls; nothing was written"
+        )
+    if current != SCHEMA_VERSION:
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS memory_ls_migrations (version integer PRIMARY "
+                    "KEY, applied_at timestamptz NOT NULL DEFAULT now(), client text NOT NULL)"
+                )
+                current = _applied(conn) or 0  # another client may have migrated meanwhile
+                if current > SCHEMA_VERSION:
+                    raise PrimaryUnavailable(
+                        f"schema version {current} was written by a newer memory-ls"
+                    )
+                for version in range(current + 1, SCHEMA_VERSION + 1):
+                    for stmt in MIGRATIONS[version](vtype):
+                        conn.execute(stmt)
+                    conn.execute(
+                        "INSERT INTO memory_ls_migrations (version, client) VALUES (%s, %s)",
+                        (version, client),
+                    )
+                    log.info("PostgreSQL schema migrated to version %d", version)
+        except errors.InsufficientPrivilege as exc:
+            raise PrimaryUnavailable(
+                f"the schema needs migrating to version {SCHEMA_VERSION} and this role may "
+                f"not create tables ({exc.sqlstate}): run memory-ls once as the owner"
+            ) from None
+    vtype = _column_type(conn)
+    return Capabilities(
+        pgvector=extversion,
+        vtype=vtype,
+        iterative_scan=version_tuple(extversion) >= ITERATIVE_SCAN_PGVECTOR,
+        schema=SCHEMA_VERSION,
+    )

