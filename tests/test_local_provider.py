@@ -129,7 +129,7 @@ def test_tokenizer_matches_reference(provider: LocalProvider) -> None:
 def test_batch_equals_single(model_path: Path) -> None:
     settings = Settings()
     settings.local.batch_size = 3  # several llama.cpp calls for one request
-    settings.local.window_tokens = 0  # one window: documents embed like queries
+    settings.local.window_tokens = 512  # one window (the context): documents embed like queries
     p = open_local(model_path, settings)
     try:
         texts = SENTENCES + ["memory " * 300, "short"]

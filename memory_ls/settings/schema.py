@@ -163,10 +163,10 @@ class LocalSettings:
         minimum=0,
     )
     window_tokens: int = setting(
-        256,
+        0,
         "Documents longer than this many tokens are embedded as the mean of windows of this "
-        "size, at most `local.contextSize` (the default model, all-MiniLM-L6-v2, was trained on "
-        "256; 0: one window as long as the context).",
+        "size, at most `local.contextSize`. 0: the window the model was trained on "
+        "(all-MiniLM-L6-v2: 256, multilingual-e5-small: 512).",
         minimum=0,
     )
 
