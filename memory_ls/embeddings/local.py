@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..models import GGUF_MAGIC, default_model_path
+from ..models import GGUF_MAGIC, pulled_model
 from ..settings import Settings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
 from .profile import ModelProfile, profile_from_metadata
@@ -48,7 +48,8 @@ _FINGERPRINT_BYTES = 1 << 20
 
 
 def find_local_model(settings: Settings) -> Path | None:
-    """The configured model file, else the default model if it was pulled, else None."""
+    """``local.modelPath``, else the pulled model ``local.model`` names (without a name: the
+    default model, else any pulled one), else None."""
     configured = settings.local.model_path.strip()
     if configured:
         path = Path(configured).expanduser()
@@ -57,8 +58,13 @@ def find_local_model(settings: Settings) -> Path | None:
                 f"local: local.modelPath {str(path)!r} does not exist or is not a file"
             )
         return path
-    default = default_model_path()
-    return default if default.is_file() else None
+    name = settings.local.model.strip()
+    path = pulled_model(name)
+    if path is None and name:
+        raise ProviderUnavailable(
+            f"local: model {name!r} is not installed: run `memory-ls model pull {name}`"
+        )
+    return path
 
 
 def open_local(path: Path, settings: Settings) -> LocalProvider:

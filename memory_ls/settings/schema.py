@@ -143,11 +143,18 @@ class ChunkingSettings:
 
 @dataclass
 class LocalSettings:
+    model: str = setting(
+        "",
+        "Which model pulled with `memory-ls model pull NAME` the `local` provider uses: "
+        "`all-MiniLM-L6-v2` (English) or `multilingual-e5-small` (about 100 languages). Empty: "
+        "the default model if pulled, else any pulled one. Changing it rebuilds the index.",
+        choices=("", "all-MiniLM-L6-v2", "multilingual-e5-small"),
+    )
     model_path: str = setting(
         "",
         "A GGUF embedding model for the `local` provider; `~` is expanded and a relative path "
-        "is relative to the workspace folder (empty: the model fetched by "
-        "`memory-ls model pull`).",
+        "is relative to the workspace folder; it wins over `local.model` (empty: a model "
+        "fetched by `memory-ls model pull`).",
     )
     threads: int = setting(
         0,
