@@ -156,3 +156,55 @@ def reference_embeddings(texts: Sequence[str], prefix: str) -> np.ndarray:
         pooled = x.mean(0)
         rows.append(pooled / np.linalg.norm(pooled))
     return np.array(rows, dtype=np.float32)
+
+
+def tiny_e5s1(*, hidden: int = 32, layers: int = 1, ffn: int = 64) -> bytes:
+    """A valid ``E5S1`` image of a tiny random model (the layout ``read_e5s1`` documents)."""
+    import struct
+
+    rng = np.random.default_rng(0)
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", META, META + "a", "a", "b", "<mask>"]
+    rows, positions, types = len(pieces) + 3, 16, 2
+    blob = "".join(pieces).encode()
+    offsets = np.cumsum([0] + [len(p.encode()) for p in pieces]).astype(np.uint32)
+    scores = np.array([0, 0, 0, 0, -2, -1, -3, -3, 0], np.float32)
+
+    def q4(n_out: int, n_in: int) -> bytes:
+        blocks = np.zeros((n_out * n_in // 32, 18), np.uint8)
+        blocks[:, :2] = np.full((len(blocks), 1), 0.02, np.float16).view(np.uint8)
+        blocks[:, 2:] = rng.integers(0, 256, (len(blocks), 16), dtype=np.uint8)
+        return blocks.tobytes()
+
+    def f32(*shape: int) -> bytes:
+        return (rng.standard_normal(shape) * 0.1).astype(np.float32).tobytes()
+
+    tensors: list[tuple[str, int, int, bytes]] = [
+        ("emb.word", 1, rows * hidden, q4(rows, hidden)),
+        ("emb.pos", 0, positions * hidden, f32(positions, hidden)),
+        ("emb.type", 0, types * hidden, f32(types, hidden)),
+        ("emb.ln.w", 0, hidden, np.ones(hidden, np.float32).tobytes()),
+        ("emb.ln.b", 0, hidden, f32(hidden)),
+    ]
+    shapes = {"q": (hidden, hidden), "k": (hidden, hidden), "v": (hidden, hidden),
+              "ao": (hidden, hidden), "fi": (ffn, hidden), "fo": (hidden, ffn)}
+    for b in range(layers):
+        for part, (n_out, n_in) in shapes.items():
+            tensors.append((f"l{b}.{part}.w", 1, n_out * n_in, q4(n_out, n_in)))
+            tensors.append((f"l{b}.{part}.b", 0, n_out, f32(n_out)))
+        for part in ("aln", "oln"):
+            tensors.append((f"l{b}.{part}.w", 0, hidden, np.ones(hidden, np.float32).tobytes()))
+            tensors.append((f"l{b}.{part}.b", 0, hidden, f32(hidden)))
+    norm = struct.pack("<IB", 0xFF41, 1) + struct.pack("<I", ord("a"))  # full-width a -> a
+    head = b"E5S1" + struct.pack("<I7ifi", 1, hidden, layers, 2, ffn, rows, positions, types,
+                                 1e-12, 32)
+    head += struct.pack("<5iQ", len(pieces), 0, 2, 1, 3, len(blob))
+    head += offsets.tobytes() + scores.tobytes() + blob
+    head += struct.pack("<iI", 1, len(norm)) + norm + struct.pack("<i", len(tensors))
+    dir_size = sum(2 + len(n) + 1 + 4 + 16 for n, *_ in tensors)
+    offset = len(head) + dir_size
+    directory, data = b"", b""
+    for name, dtype, count, raw in tensors:
+        directory += struct.pack("<H", len(name)) + name.encode()
+        directory += struct.pack("<BIQQ", dtype, count, offset + len(data), len(raw))
+        data += raw
+    return head + directory + data
