@@ -57,7 +57,7 @@ MODELS: dict[str, KnownModel] = {
             "",
             "Apache-2.0",
             "English",
-            44,
+            46,
         ),
         KnownModel(
             "multilingual-e5-small",
@@ -67,7 +67,7 @@ MODELS: dict[str, KnownModel] = {
             "manylinux2014_x86_64",
             "MIT",
             "about 100 languages",
-            70,
+            74,
         ),
     )
 }

@@ -185,8 +185,14 @@ def tiny_e5s1(*, hidden: int = 32, layers: int = 1, ffn: int = 64) -> bytes:
         ("emb.ln.w", 0, hidden, np.ones(hidden, np.float32).tobytes()),
         ("emb.ln.b", 0, hidden, f32(hidden)),
     ]
-    shapes = {"q": (hidden, hidden), "k": (hidden, hidden), "v": (hidden, hidden),
-              "ao": (hidden, hidden), "fi": (ffn, hidden), "fo": (hidden, ffn)}
+    shapes = {
+        "q": (hidden, hidden),
+        "k": (hidden, hidden),
+        "v": (hidden, hidden),
+        "ao": (hidden, hidden),
+        "fi": (ffn, hidden),
+        "fo": (hidden, ffn),
+    }
     for b in range(layers):
         for part, (n_out, n_in) in shapes.items():
             tensors.append((f"l{b}.{part}.w", 1, n_out * n_in, q4(n_out, n_in)))
@@ -195,8 +201,9 @@ def tiny_e5s1(*, hidden: int = 32, layers: int = 1, ffn: int = 64) -> bytes:
             tensors.append((f"l{b}.{part}.w", 0, hidden, np.ones(hidden, np.float32).tobytes()))
             tensors.append((f"l{b}.{part}.b", 0, hidden, f32(hidden)))
     norm = struct.pack("<IB", 0xFF41, 1) + struct.pack("<I", ord("a"))  # full-width a -> a
-    head = b"E5S1" + struct.pack("<I7ifi", 1, hidden, layers, 2, ffn, rows, positions, types,
-                                 1e-12, 32)
+    head = b"E5S1" + struct.pack(
+        "<I7ifi", 1, hidden, layers, 2, ffn, rows, positions, types, 1e-12, 32
+    )
     head += struct.pack("<5iQ", len(pieces), 0, 2, 1, 3, len(blob))
     head += offsets.tobytes() + scores.tobytes() + blob
     head += struct.pack("<iI", 1, len(norm)) + norm + struct.pack("<i", len(tensors))

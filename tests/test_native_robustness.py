@@ -70,10 +70,15 @@ CHILD = textwrap.dedent(
 
 
 def run_child(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
     return subprocess.run(
         [sys.executable, "-c", code, *args],
-        capture_output=True, text=True, timeout=900, env=env, stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        stdin=subprocess.DEVNULL,
     )
 
 
