@@ -20,7 +20,7 @@ import numpy as np
 from ..models import GGUF_MAGIC, pulled_model
 from ..settings import Settings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
-from .profile import ModelProfile, profile_from_metadata
+from .profile import ModelProfile, profile_from_metadata, tokenizer_hazard
 
 log = logging.getLogger(__name__)
 
@@ -352,21 +352,6 @@ def _load(llama_cpp: Any, path: Path, context_size: int, threads: int) -> Any:
         llm.close()
         return _open(llama_cpp, path, reopen_ctx, threads, pooling)
     return llm
-
-
-def tokenizer_hazard(meta: dict[str, str]) -> str | None:
-    """Why tokenising with this file would abort the process, or None.
-
-    llama.cpp has no default BOS for unigram ("t5") vocabularies and GGML_ASSERTs (SIGABRT, the
-    whole language server gone) on the first tokenize when such a file asks for a BOS without
-    naming one."""
-    if (
-        meta.get("tokenizer.ggml.model") == "t5"
-        and meta.get("tokenizer.ggml.add_bos_token", "false") == "true"
-        and "tokenizer.ggml.bos_token_id" not in meta
-    ):
-        return "the unigram tokenizer adds a BOS token but the file names none"
-    return None
 
 
 def _open(llama_cpp: Any, path: Path, n_ctx: int, threads: int, pooling: int) -> Any:

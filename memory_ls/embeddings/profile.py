@@ -56,6 +56,21 @@ def profile_from_metadata(meta: Mapping[str, str]) -> ModelProfile:
     return ModelProfile(query, passage, window, unk, parse_normalizer(meta.get(NORMALIZER_KEY)))
 
 
+def tokenizer_hazard(meta: Mapping[str, str]) -> str | None:
+    """Why tokenising with this file would abort the process, or None.
+
+    llama.cpp has no default BOS for unigram ("t5") vocabularies and GGML_ASSERTs (SIGABRT, the
+    whole language server gone) on the first tokenize when such a file asks for a BOS without
+    naming one."""
+    if (
+        meta.get("tokenizer.ggml.model") == "t5"
+        and meta.get("tokenizer.ggml.add_bos_token", "false") == "true"
+        and "tokenizer.ggml.bos_token_id" not in meta
+    ):
+        return "the unigram tokenizer adds a BOS token but the file names none"
+    return None
+
+
 def parse_normalizer(raw: str | None) -> dict[int, str | None]:
     """The table stored by ``encode_normalizer``; empty when absent or unreadable."""
     if not raw:
