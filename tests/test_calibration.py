@@ -15,7 +15,7 @@ from model_util import ensure_test_model
 
 from memory_ls.embeddings.factory import create_provider
 from memory_ls.engine import MemoryEngine
-from memory_ls.search.calibrate import Background, Moments, background
+from memory_ls.search.calibrate import Background, Moments, background, compressed, wanted
 from memory_ls.search.rerank import KEYWORD_ALONE, WEAK_BELOW
 from memory_ls.settings import Settings
 
@@ -43,7 +43,7 @@ def three(tmp_path: Path) -> Path:
 def local_settings(model_path: Path) -> Settings:
     s = Settings(provider="local")
     s.local.model_path = str(model_path)
-    s.query.calibrate = True  # off by default (README, Evaluation): these tests turn it on
+    s.query.calibrate = "on"  # "auto" leaves all-MiniLM-L6-v2 raw: these tests turn it on
     return s
 
 
@@ -131,17 +131,51 @@ def test_raw_cosines_of_a_shifted_model_would_pass_everything(
 ):
     """Why calibration exists: with raw cosines an E5-like range lets junk through."""
     s = local_settings(model_path)
-    s.query.calibrate = False
+    s.query.calibrate = "off"
     provider, _ = create_provider(s)
     with MemoryEngine(three, s, provider=ShiftedModel(provider), index_path=tmp_path / "i") as e:
         e.sync()
         junk = e.search("quantum chromodynamics on a lattice")
         assert len(junk.results) == 3  # every note passes minScore: scores mean nothing
-    s.query.calibrate = True
+    s.query.calibrate = "on"
     provider, _ = create_provider(s)
     with MemoryEngine(three, s, provider=ShiftedModel(provider), index_path=tmp_path / "j") as e:
         e.sync()
         assert e.search("quantum chromodynamics on a lattice").results == []
+
+
+@pytest.mark.model
+def test_auto_calibrates_a_compressed_model_and_leaves_minilm_raw(
+    three: Path, tmp_path: Path, model_path: Path
+):
+    """``auto`` (the default) tells the two apart from the reference passages alone."""
+    s = local_settings(model_path)
+    s.query.calibrate = "auto"
+    provider, _ = create_provider(s)
+    with MemoryEngine(three, s, provider=ShiftedModel(provider), index_path=tmp_path / "i") as e:
+        e.sync()
+        assert e.search("quantum chromodynamics on a lattice").results == []
+        assert e.search("how do we throttle traffic").results[0].path.endswith("rate-limit.md")
+    scores = {}
+    for mode in ("auto", "off"):
+        s.query.calibrate = mode
+        with MemoryEngine(three, s, index_path=tmp_path / mode) as e:
+            e.sync()
+            hits = e.search("how do we throttle traffic", min_score=0).results
+            scores[mode] = [h.vector_score for h in hits]
+    assert scores["auto"] == scores["off"] and scores["auto"][0] is not None
+
+
+def test_compressed_tells_e5_like_ranges_from_minilm_like_ones():
+    rng = np.random.default_rng(7)
+    spread = rng.standard_normal((32, 64))
+    spread /= np.linalg.norm(spread, axis=1, keepdims=True)
+    assert not compressed(spread)  # random directions: mean cosine ~0
+    shifted = np.hstack([spread, np.full((32, 1), 1.7)])
+    shifted /= np.linalg.norm(shifted, axis=1, keepdims=True)
+    assert compressed(shifted)  # (0 + 1.7^2) / (1 + 1.7^2) ~ 0.74
+    assert wanted("on", None) and not wanted("off", shifted) and not wanted("auto", None)
+    assert wanted("auto", shifted) and not wanted("auto", spread)
 
 
 @pytest.mark.model
@@ -169,7 +203,7 @@ def test_cli_says_why_a_search_came_back_empty(three: Path, tmp_path: Path, mode
     ]
     cfg = three / ".memory-ls.toml"
     cfg.write_text(
-        f'provider = "local"\n[local]\nmodelPath = "{model_path}"\n[query]\ncalibrate = true\n'
+        f'provider = "local"\n[local]\nmodelPath = "{model_path}"\n[query]\ncalibrate = "on"\n'
     )
     out = subprocess.run(
         [*cmd, "--embed", "quantum chromodynamics on a lattice"],

@@ -129,7 +129,7 @@ def test_tokenizer_matches_reference(provider: LocalProvider) -> None:
 def test_batch_equals_single(model_path: Path) -> None:
     settings = Settings()
     settings.local.batch_size = 3  # several llama.cpp calls for one request
-    settings.local.window_tokens = 0  # one window: documents embed like queries
+    settings.local.window_tokens = 512  # one window (the context): documents embed like queries
     p = open_local(model_path, settings)
     try:
         texts = SENTENCES + ["memory " * 300, "short"]
@@ -351,8 +351,10 @@ def test_long_documents_are_the_mean_of_their_windows(model_path: Path) -> None:
     settings.local.window_tokens = 64
     p = open_local(model_path, settings)
     try:
-        lines = [f"Line {i} is about {w} and nothing else." for i, w in
-                 enumerate(["tea", "trains", "taxes", "tigers", "tulips", "tennis"] * 4)]
+        lines = [
+            f"Line {i} is about {w} and nothing else."
+            for i, w in enumerate(["tea", "trains", "taxes", "tigers", "tulips", "tennis"] * 4)
+        ]
         text = "\n".join(lines)
         windows = p._windows(text)
         assert len(windows) > 1 and "\n".join(windows) == text  # cut at line ends, nothing lost

@@ -51,25 +51,31 @@ def make_client() -> LanguageClient:
     return client
 
 
-def capabilities(*, watch: bool = True, config: bool = True,
-                 progress: bool = True) -> types.ClientCapabilities:
+def capabilities(
+    *, watch: bool = True, config: bool = True, progress: bool = True
+) -> types.ClientCapabilities:
     return types.ClientCapabilities(
         workspace=types.WorkspaceClientCapabilities(
             configuration=config,
             workspace_folders=True,
             did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
-                dynamic_registration=watch, relative_pattern_support=True) if watch else None,
+                dynamic_registration=watch, relative_pattern_support=True
+            )
+            if watch
+            else None,
             symbol=types.WorkspaceSymbolClientCapabilities(),
             execute_command=types.ExecuteCommandClientCapabilities(),
         ),
         text_document=types.TextDocumentClientCapabilities(
             synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
             hover=types.HoverClientCapabilities(
-                content_format=[types.MarkupKind.Markdown, types.MarkupKind.PlainText]),
+                content_format=[types.MarkupKind.Markdown, types.MarkupKind.PlainText]
+            ),
             definition=types.DefinitionClientCapabilities(),
             document_link=types.DocumentLinkClientCapabilities(tooltip_support=True),
             document_symbol=types.DocumentSymbolClientCapabilities(
-                hierarchical_document_symbol_support=True),
+                hierarchical_document_symbol_support=True
+            ),
             publish_diagnostics=types.PublishDiagnosticsClientCapabilities(),
         ),
         window=types.WindowClientCapabilities(work_done_progress=progress),
@@ -84,13 +90,24 @@ def write(root: Path, rel: str, text: str) -> Path:
 
 
 def make_workspace(root: Path) -> Path:
-    write(root, "MEMORY.md", "# Memory\n\nThe deploy key lives in the vault.\n"
-          "Prefer pnpm over npm for this repo.\n")
-    write(root, "memory/2026-01-05.md", "# Standup\n\n## Decisions\n\nWe chose PostgreSQL "
-          "for the ledger service.\nThe migration runs on Fridays.\n\n## Notes\n\n"
-          "Alice owns the billing dashboard.\n")
-    write(root, "memory/projects/rate-limits.md", "# Rate limits\n\nThe gateway uses a token "
-          "bucket with a burst of 200 requests.\nRetries back off from 500 ms to 8 s.\n")
+    write(
+        root,
+        "MEMORY.md",
+        "# Memory\n\nThe deploy key lives in the vault.\nPrefer pnpm over npm for this repo.\n",
+    )
+    write(
+        root,
+        "memory/2026-01-05.md",
+        "# Standup\n\n## Decisions\n\nWe chose PostgreSQL "
+        "for the ledger service.\nThe migration runs on Fridays.\n\n## Notes\n\n"
+        "Alice owns the billing dashboard.\n",
+    )
+    write(
+        root,
+        "memory/projects/rate-limits.md",
+        "# Rate limits\n\nThe gateway uses a token "
+        "bucket with a burst of 200 requests.\nRetries back off from 500 ms to 8 s.\n",
+    )
     write(root, "notes/README.md", "See memory/2026-01-05.md#L5-L6 and MEMORY.md#L3.\n")
     return root
 
@@ -106,26 +123,37 @@ Start = Callable[..., Awaitable[LanguageClient]]
 async def start(tmp_path: Path) -> AsyncIterator[Start]:
     clients: list[LanguageClient] = []
 
-    async def _start(*folders: Path, init_options: Any = None,
-                     caps: types.ClientCapabilities | None = None,
-                     config: dict[str, Any] | None = None, wait: bool = True) -> LanguageClient:
-        env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"),
-               "XDG_CONFIG_HOME": str(tmp_path / "config"), "PYTHONUNBUFFERED": "1"}
+    async def _start(
+        *folders: Path,
+        init_options: Any = None,
+        caps: types.ClientCapabilities | None = None,
+        config: dict[str, Any] | None = None,
+        wait: bool = True,
+    ) -> LanguageClient:
+        env = {
+            **os.environ,
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "PYTHONUNBUFFERED": "1",
+        }
         for key in API_KEYS:
             env.pop(key, None)
         cfg = ClientServerConfig(
             server_command=[sys.executable, "-m", "memory_ls", "serve"],
-            client_factory=make_client, server_env=env,
+            client_factory=make_client,
+            server_env=env,
         )
         client = await cfg.start()
         clients.append(client)
         if config is not None:
             client.set_configuration(config)
-        await client.initialize_session(types.InitializeParams(
-            capabilities=caps or capabilities(),
-            workspace_folders=[types.WorkspaceFolder(uri=uri(f), name=f.name) for f in folders],
-            initialization_options=init_options,
-        ))
+        await client.initialize_session(
+            types.InitializeParams(
+                capabilities=caps or capabilities(),
+                workspace_folders=[types.WorkspaceFolder(uri=uri(f), name=f.name) for f in folders],
+                initialization_options=init_options,
+            )
+        )
         if wait:
             await wait_idle(client)
         return client
@@ -149,8 +177,9 @@ async def raw_request(client: LanguageClient, method: str, params: Any) -> Any:
     msg_id = f"raw-{time.monotonic_ns()}"
     fut: Future[Any] = Future()
     client.protocol._request_futures[msg_id] = fut
-    client.protocol._send_data(JsonRPCRequestMessage(
-        id=msg_id, method=method, jsonrpc="2.0", params=params))
+    client.protocol._send_data(
+        JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)
+    )
     return await asyncio.wait_for(asyncio.wrap_future(fut), 30)
 
 
@@ -168,8 +197,10 @@ async def wait_idle(client: LanguageClient, timeout: float = 30) -> dict[str, An
     while True:
         st = await status(client)
         folders = st.get("folders", [])
-        if folders and all(f.get("lastSync") and not f.get("syncing") and not f.get(
-                "pendingEdits") for f in folders):
+        if folders and all(
+            f.get("lastSync") and not f.get("syncing") and not f.get("pendingEdits")
+            for f in folders
+        ):
             return st
         if time.monotonic() > deadline:
             raise AssertionError(f"server never idle: {st}")
@@ -188,27 +219,38 @@ def paths(res: dict[str, Any]) -> list[str]:
     return [r["path"] for r in res["results"]]
 
 
-def open_doc(client: LanguageClient, path: Path, text: str | None = None,
-             version: int = 1) -> str:
+def open_doc(client: LanguageClient, path: Path, text: str | None = None, version: int = 1) -> str:
     u = uri(path)
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(
-            uri=u, language_id="markdown", version=version,
-            text=path.read_text() if text is None else text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=u,
+                language_id="markdown",
+                version=version,
+                text=path.read_text() if text is None else text,
+            )
+        )
+    )
     return u
 
 
 def replace_all(client: LanguageClient, u: str, old: str, new: str, version: int) -> None:
     """An incremental change replacing the whole of ``old`` with ``new``."""
     lines = old.split("\n")
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=u, version=version),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=types.Position(line=0, character=0),
-                              end=types.Position(line=len(lines) - 1,
-                                                 character=len(lines[-1]))),
-            text=new)],
-    ))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=u, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(
+                        start=types.Position(line=0, character=0),
+                        end=types.Position(line=len(lines) - 1, character=len(lines[-1])),
+                    ),
+                    text=new,
+                )
+            ],
+        )
+    )
 
 
 # -- tests ----------------------------------------------------------------------------------
@@ -269,14 +311,18 @@ async def test_invalid_params_name_the_field(start: Start, tmp_path: Path) -> No
     with pytest.raises(JsonRpcException):
         await raw_request(client, "textDocument/hover", {"textDocument": {"uri": "file:///x"}})
     with pytest.raises(JsonRpcException) as exc_info:
-        await raw_request(client, "workspace/executeCommand",
-                          {"command": "memory.reindex", "arguments": [{"force": "yes"}]})
+        await raw_request(
+            client,
+            "workspace/executeCommand",
+            {"command": "memory.reindex", "arguments": [{"force": "yes"}]},
+        )
     assert "force" in exc_info.value.message
     assert (await search(client, "PostgreSQL"))["results"]
 
 
-async def test_edit_then_search_without_save_and_close_reverts(start: Start,
-                                                               tmp_path: Path) -> None:
+async def test_edit_then_search_without_save_and_close_reverts(
+    start: Start, tmp_path: Path
+) -> None:
     ws = make_workspace(tmp_path / "ws")
     client = await start(ws)
     path = ws / "memory/projects/rate-limits.md"
@@ -293,8 +339,9 @@ async def test_edit_then_search_without_save_and_close_reverts(start: Start,
     assert got["text"] == new.removesuffix("\n")  # lines, without the final newline
     assert path.read_text() == old  # the indexer never writes memory files
 
-    client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=u)))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=u))
+    )
     assert not (await search(client, "zeppelin scheduler"))["results"]
     assert "memory/projects/rate-limits.md" in paths(await search(client, "token bucket burst"))
 
@@ -306,11 +353,15 @@ async def test_save_indexes_saved_text(start: Start, tmp_path: Path) -> None:
     u = open_doc(client, path, "")
     text = "# Fresh\n\nThe quokka migration is scheduled.\n"
     path.write_text(text)
-    client.text_document_did_save(types.DidSaveTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=u), text=text))
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=u), text=text
+        )
+    )
     assert paths(await search(client, "quokka migration")) == ["memory/fresh.md"]
-    client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=u)))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=u))
+    )
     assert paths(await search(client, "quokka migration")) == ["memory/fresh.md"]
 
 
@@ -323,12 +374,18 @@ async def test_external_write_via_client_watcher(start: Start, tmp_path: Path) -
     assert {"MEMORY.md", "memory/**/*.md"} <= set(globs)
 
     new = write(ws, "memory/agent-note.md", "# Agent\n\nThe narwhal cache was flushed.\n")
-    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
-        changes=[types.FileEvent(uri=uri(new), type=types.FileChangeType.Created)]))
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=uri(new), type=types.FileChangeType.Created)]
+        )
+    )
     assert paths(await search(client, "narwhal cache")) == ["memory/agent-note.md"]
     new.unlink()
-    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
-        changes=[types.FileEvent(uri=uri(new), type=types.FileChangeType.Deleted)]))
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=uri(new), type=types.FileChangeType.Deleted)]
+        )
+    )
     assert not (await search(client, "narwhal cache"))["results"]
 
 
@@ -386,20 +443,26 @@ async def test_multi_root_keeps_results_apart(start: Start, tmp_path: Path) -> N
     # Folders come and go.
     c = tmp_path / "c"
     write(c, "memory/c.md", "# C\n\nThe axolotl sprint starts Monday.\n")
-    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-        event=types.WorkspaceFoldersChangeEvent(
-            added=[types.WorkspaceFolder(uri=uri(c), name="c")],
-            removed=[types.WorkspaceFolder(uri=uri(b), name="b")])))
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(uri=uri(c), name="c")],
+                removed=[types.WorkspaceFolder(uri=uri(b), name="b")],
+            )
+        )
+    )
 
     async def swapped() -> bool:
         st = await status(client)
         return [f["folder"] for f in st["folders"]] == [uri(a), uri(c)] and all(
-            f.get("lastSync") for f in st["folders"])
+            f.get("lastSync") for f in st["folders"]
+        )
 
     await eventually(swapped)
     assert paths(await search(client, "axolotl sprint")) == ["memory/c.md"]
-    assert uri(b / "MEMORY.md") not in {r["uri"] for r in (await search(client, "replica"))[
-        "results"]}
+    assert uri(b / "MEMORY.md") not in {
+        r["uri"] for r in (await search(client, "replica"))["results"]
+    }
 
 
 async def test_workspace_symbol(start: Start, tmp_path: Path) -> None:
@@ -424,8 +487,7 @@ CITING = (
 )
 
 
-async def test_citations_definition_hover_links_diagnostics(start: Start,
-                                                            tmp_path: Path) -> None:
+async def test_citations_definition_hover_links_diagnostics(start: Start, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
     client = await start(ws)
     doc = write(ws, "notes/citing.md", CITING)
@@ -435,32 +497,39 @@ async def test_citations_definition_hover_links_diagnostics(start: Start,
     def pos(line: int, needle: str) -> types.Position:
         return types.Position(line=line, character=CITING.split("\n")[line].index(needle) + 3)
 
-    locs = await client.text_document_definition_async(types.DefinitionParams(
-        text_document=td, position=pos(1, "memory/2026")))
+    locs = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=td, position=pos(1, "memory/2026"))
+    )
     assert locs and locs[0].uri == uri(ws / "memory/2026-01-05.md")
     assert (locs[0].range.start.line, locs[0].range.end.line) == (4, 6)
     # Inside a Markdown link, and a one-line citation.
-    locs = await client.text_document_definition_async(types.DefinitionParams(
-        text_document=td, position=pos(2, "memory/projects")))
+    locs = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=td, position=pos(2, "memory/projects"))
+    )
     assert locs[0].uri == uri(ws / "memory/projects/rate-limits.md")
     assert (locs[0].range.start.line, locs[0].range.end.line) == (2, 3)
-    locs = await client.text_document_definition_async(types.DefinitionParams(
-        text_document=td, position=pos(4, "memory/2026")))
+    locs = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=td, position=pos(4, "memory/2026"))
+    )
     assert (locs[0].range.start.line, locs[0].range.end.line) == (9, 10)
     # Not on a citation.
-    assert not await client.text_document_definition_async(types.DefinitionParams(
-        text_document=td, position=types.Position(line=0, character=2)))
+    assert not await client.text_document_definition_async(
+        types.DefinitionParams(text_document=td, position=types.Position(line=0, character=2))
+    )
 
-    hov = await client.text_document_hover_async(types.HoverParams(
-        text_document=td, position=pos(1, "memory/2026")))
+    hov = await client.text_document_hover_async(
+        types.HoverParams(text_document=td, position=pos(1, "memory/2026"))
+    )
     assert hov and "PostgreSQL" in hov.contents.value and "#L5-L6" in hov.contents.value
     assert hov.range.start.line == 1
-    hov = await client.text_document_hover_async(types.HoverParams(
-        text_document=td, position=pos(2, "MEMORY.md")))
+    hov = await client.text_document_hover_async(
+        types.HoverParams(text_document=td, position=pos(2, "MEMORY.md"))
+    )
     assert "deploy key" in hov.contents.value
 
     links = await client.text_document_document_link_async(
-        types.DocumentLinkParams(text_document=td))
+        types.DocumentLinkParams(text_document=td)
+    )
     targets = sorted(link.target for link in links)
     assert uri(ws / "memory/2026-01-05.md") + "#L5-L6" in targets
     assert uri(ws / "memory/projects/rate-limits.md") + "#L3" in targets
@@ -488,11 +557,14 @@ async def test_citations_definition_hover_links_diagnostics(start: Start,
 async def test_document_symbols(start: Start, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
     client = await start(ws)
-    text = ("# Standup\n\n## Decisions\n\n```\n# not a heading\n```\n"
-            "### Deep ✨ one\n\n## Notes\n\ntext\n")
+    text = (
+        "# Standup\n\n## Decisions\n\n```\n# not a heading\n```\n"
+        "### Deep ✨ one\n\n## Notes\n\ntext\n"
+    )
     u = open_doc(client, ws / "memory/2026-01-05.md", text)
-    syms = await client.text_document_document_symbol_async(types.DocumentSymbolParams(
-        text_document=types.TextDocumentIdentifier(uri=u)))
+    syms = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=u))
+    )
     assert [s.name for s in syms] == ["Standup"]
     kids = syms[0].children
     assert [k.name for k in kids] == ["Decisions", "Notes"]
@@ -506,35 +578,46 @@ async def test_commands(start: Start, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
     client = await start(ws)
     st = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="memory.status"))
+        types.ExecuteCommandParams(command="memory.status")
+    )
     assert st["files"] == 3
     res = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="memory.sync"))
+        types.ExecuteCommandParams(command="memory.sync")
+    )
     assert res["folders"][0]["report"]["full"] is False
     res = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="memory.reindex", arguments=[{"force": True}]))
+        types.ExecuteCommandParams(command="memory.reindex", arguments=[{"force": True}])
+    )
     report = res["folders"][0]["report"]
     assert report["full"] is True and report["files"] == 3 and report["indexed"] == 3
     assert paths(await search(client, "PostgreSQL"))
 
 
-async def test_save_session_command_writes_and_indexes_a_note(start: Start,
-                                                              tmp_path: Path) -> None:
+async def test_save_session_command_writes_and_indexes_a_note(start: Start, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
-    write(ws, "sessions/chat.jsonl",
-          '{"role": "user", "content": "How should we shard the walrus telemetry table?"}\n'
-          '{"role": "assistant", "content": "Shard walrus telemetry by device id."}\n')
+    write(
+        ws,
+        "sessions/chat.jsonl",
+        '{"role": "user", "content": "How should we shard the walrus telemetry table?"}\n'
+        '{"role": "assistant", "content": "Shard walrus telemetry by device id."}\n',
+    )
     client = await start(ws)
-    res = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="memory.saveSession",
-        arguments=[{"transcript": "sessions/chat.jsonl", "source": "test"}]))
+    res = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="memory.saveSession",
+            arguments=[{"transcript": "sessions/chat.jsonl", "source": "test"}],
+        )
+    )
     assert res["path"].startswith("memory/") and res["path"].endswith(".md")
     note = (ws / res["path"]).read_text()
     assert note.startswith("# Session: ") and "walrus telemetry" in note
     assert res["path"] in paths(await search(client, "walrus telemetry"))
     with pytest.raises(JsonRpcException):
-        await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="memory.saveSession", arguments=[{"transcript": "nope.jsonl"}]))
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="memory.saveSession", arguments=[{"transcript": "nope.jsonl"}]
+            )
+        )
 
 
 async def test_rapid_changes_and_concurrent_searches(start: Start, tmp_path: Path) -> None:
@@ -546,13 +629,20 @@ async def test_rapid_changes_and_concurrent_searches(start: Start, tmp_path: Pat
     for i in range(1000):  # one keystroke at a time, appended at the end
         piece = f"w{i} " if i % 10 else "\n"
         lines = text.split("\n")
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=u, version=i + 2),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(
-                    start=types.Position(line=len(lines) - 1, character=len(lines[-1])),
-                    end=types.Position(line=len(lines) - 1, character=len(lines[-1]))),
-                text=piece)]))
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=u, version=i + 2),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(
+                            start=types.Position(line=len(lines) - 1, character=len(lines[-1])),
+                            end=types.Position(line=len(lines) - 1, character=len(lines[-1])),
+                        ),
+                        text=piece,
+                    )
+                ],
+            )
+        )
         text += piece
     res = await search(client, "w999")
     assert paths(res) == ["memory/typing.md"]
@@ -560,8 +650,9 @@ async def test_rapid_changes_and_concurrent_searches(start: Start, tmp_path: Pat
     assert got["text"] == text
 
     t0 = time.monotonic()
-    answers = await asyncio.gather(*(search(client, q) for q in
-                                     ["PostgreSQL", "vault", "token bucket", "w501"] * 25))
+    answers = await asyncio.gather(
+        *(search(client, q) for q in ["PostgreSQL", "vault", "token bucket", "w501"] * 25)
+    )
     assert len(answers) == 100 and all(a["results"] for a in answers)
     assert time.monotonic() - t0 < 20
     assert (await status(client))["openDocuments"] == ["memory/typing.md"]
@@ -573,8 +664,11 @@ async def test_search_during_full_rebuild_is_answered(start: Start, tmp_path: Pa
     for i in range(600):
         write(ws, f"memory/bulk/{i:04}.md", f"# Bulk {i}\n\n{filler}\n")
     client = await start(ws)
-    rebuild = asyncio.ensure_future(client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="memory.reindex", arguments=[{"force": True}])))
+    rebuild = asyncio.ensure_future(
+        client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memory.reindex", arguments=[{"force": True}])
+        )
+    )
     answered_during = 0
     while not rebuild.done():
         t0 = time.monotonic()
@@ -596,8 +690,9 @@ async def test_cancel_slow_search(start: Start, tmp_path: Path) -> None:
     client = await start(ws)
     for i in range(300):  # every file changed: the next sync holds the writer for a while
         write(ws, f"memory/bulk/{i:04}.md", f"# Bulk {i} v2\n\n{filler}\n")
-    sync = asyncio.ensure_future(client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="memory.sync")))
+    sync = asyncio.ensure_future(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command="memory.sync"))
+    )
 
     async def syncing() -> bool:
         return bool((await status(client))["syncing"])
@@ -607,8 +702,11 @@ async def test_cancel_slow_search(start: Start, tmp_path: Path) -> None:
     path = ws / "memory/projects/rate-limits.md"
     u = open_doc(client, path)
     replace_all(client, u, path.read_text(), "# Rate limits\n\nquasar\n", version=2)
-    slow = asyncio.ensure_future(client.protocol.send_request_async(
-        "memory/search", {"query": "quasar"}, msg_id="slow-search"))
+    slow = asyncio.ensure_future(
+        client.protocol.send_request_async(
+            "memory/search", {"query": "quasar"}, msg_id="slow-search"
+        )
+    )
     await asyncio.sleep(0.1)
     client.protocol.notify("$/cancelRequest", types.CancelParams(id="slow-search"))
     with pytest.raises(JsonRpcException) as exc_info:
@@ -620,8 +718,7 @@ async def test_cancel_slow_search(start: Start, tmp_path: Path) -> None:
     assert paths(await search(client, "quasar")) == ["memory/projects/rate-limits.md"]
 
 
-async def test_settings_from_init_options_and_configuration(start: Start,
-                                                            tmp_path: Path) -> None:
+async def test_settings_from_init_options_and_configuration(start: Start, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
     client = await start(
         ws,
@@ -642,10 +739,10 @@ async def test_settings_from_init_options_and_configuration(start: Start,
     assert paths(await search(client, "pulsar")) == ["memory/projects/rate-limits.md"]
 
     # The client's configuration changes: a chunking change rebuilds the index safely.
-    client.set_configuration({"memory": {"query": {"minScore": 0}, "chunking": {
-        "tokens": 64, "overlap": 8}}})
-    client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings=None))
+    client.set_configuration(
+        {"memory": {"query": {"minScore": 0}, "chunking": {"tokens": 64, "overlap": 8}}}
+    )
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
 
     async def rebuilt() -> bool:
         ls = (await status(client)).get("lastSync") or {}
@@ -662,8 +759,11 @@ async def test_settings_file_change_reloads(start: Start, tmp_path: Path) -> Non
     client = await start(ws, init_options={"query": {"minScore": 0}})
     assert len((await search(client, "the"))["results"]) > 1
     toml = write(ws, ".memory-ls.toml", "[query]\nmaxResults = 1\n")
-    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
-        changes=[types.FileEvent(uri=uri(toml), type=types.FileChangeType.Created)]))
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=uri(toml), type=types.FileChangeType.Created)]
+        )
+    )
 
     async def one_result() -> bool:
         return len((await search(client, "the"))["results"]) == 1
@@ -703,8 +803,7 @@ async def test_vectors_follow_edits_in_background(start: Start, tmp_path: Path) 
 
     model = ensure_test_model()
     ws = make_workspace(tmp_path / "ws")
-    client = await start(ws, init_options={"provider": "local",
-                                           "local": {"modelPath": str(model)}})
+    client = await start(ws, init_options={"provider": "local", "local": {"modelPath": str(model)}})
 
     async def embedded() -> bool:
         st = await status(client)

@@ -82,9 +82,11 @@ async def two_folders(tmp_path: Path) -> AsyncIterator[Folders]:
     reads.shutdown()
 
 
-CITING = ("# Notes 😀\n"
-          "😀 See memory/2026-01-05.md#L3-L4 and [x](memory/only-b.md#L3).\n"
-          "Bad: memory/missing.md#L1, MEMORY.md#L99 and people.md#L3.\n")
+CITING = (
+    "# Notes 😀\n"
+    "😀 See memory/2026-01-05.md#L3-L4 and [x](memory/only-b.md#L3).\n"
+    "Bad: memory/missing.md#L1, MEMORY.md#L99 and people.md#L3.\n"
+)
 
 
 async def test_citations_across_folders(two_folders: Folders, tmp_path: Path) -> None:
@@ -95,7 +97,7 @@ async def test_citations_across_folders(two_folders: Folders, tmp_path: Path) ->
     line = CITING.split("\n")[1]
 
     # The citation under the cursor: UTF-16 columns (the emoji is two units).
-    col = len(line[:line.index("memory/2026")].encode("utf-16-le")) // 2 + 3
+    col = len(line[: line.index("memory/2026")].encode("utf-16-le")) // 2 + 3
     found = await cites.at(doc_uri, types.Position(line=1, character=col))
     assert found is not None
     rng, chk = found
@@ -105,7 +107,7 @@ async def test_citations_across_folders(two_folders: Folders, tmp_path: Path) ->
     assert await cites.at("file:///not/open.md", types.Position(line=0, character=0)) is None
 
     # Found in the second folder when the document's own folder lacks it.
-    col_b = len(line[:line.index("memory/only-b")].encode("utf-16-le")) // 2 + 1
+    col_b = len(line[: line.index("memory/only-b")].encode("utf-16-le")) // 2 + 1
     (loc,) = await cites.definition(doc_uri, types.Position(line=1, character=col_b)) or []
     assert loc.uri == (tmp_path / "b/memory/only-b.md").as_uri()
     assert (loc.range.start.line, loc.range.end.line) == (2, 3)

@@ -20,8 +20,11 @@ from memory_ls.settings import load as load_settings
 
 
 def make_folder(root: Path, max_results: int, notes: int) -> Path:
-    write(root, ".memory-ls.toml",
-          f'provider = "none"\n[query]\nmaxResults = {max_results}\nminScore = 0\n')
+    write(
+        root,
+        ".memory-ls.toml",
+        f'provider = "none"\n[query]\nmaxResults = {max_results}\nminScore = 0\n',
+    )
     for i in range(notes):
         write(root, f"memory/walrus-{i}.md", f"# Walrus {i}\n\nThe walrus herd number {i}.\n")
     return root
@@ -54,8 +57,7 @@ def by_folder(result: dict, tmp_path: Path) -> dict[str, int]:
     return counts
 
 
-async def test_each_folder_applies_its_own_max_results(requests: Requests,
-                                                       tmp_path: Path) -> None:
+async def test_each_folder_applies_its_own_max_results(requests: Requests, tmp_path: Path) -> None:
     # Each folder answers with its own maxResults; the merge keeps the largest of them.
     res = await requests.search(SearchRequest("walrus herd"))
     assert len(res["results"]) == 3 and by_folder(res, tmp_path).get("small", 0) <= 1

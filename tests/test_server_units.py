@@ -20,8 +20,12 @@ def test_merge_search_orders_by_score_then_folder() -> None:
     a, b = Path("/a"), Path("/b")
     answers = [
         (a, SearchResponse([hit("x.md", 0.5), hit("y.md", 0.9)], "keyword", None)),
-        (b, SearchResponse([hit("z.md", 0.9)], "hybrid", {"id": "local", "model": "m"},
-                           fallback_reason="slow")),
+        (
+            b,
+            SearchResponse(
+                [hit("z.md", 0.9)], "hybrid", {"id": "local", "model": "m"}, fallback_reason="slow"
+            ),
+        ),
     ]
     out = convert.merge_search(answers, 2, 1.234)
     assert [r["uri"] for r in out["results"]] == ["file:///a/y.md", "file:///b/z.md"]

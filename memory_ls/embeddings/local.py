@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..models import GGUF_MAGIC, default_model_path
+from ..models import GGUF_MAGIC, pulled_model
 from ..settings import Settings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
+from .profile import ModelProfile, profile_from_metadata, tokenizer_hazard
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,8 @@ _FINGERPRINT_BYTES = 1 << 20
 
 
 def find_local_model(settings: Settings) -> Path | None:
-    """The configured model file, else the default model if it was pulled, else None."""
+    """``local.modelPath``, else the pulled model ``local.model`` names (without a name: the
+    default model, else any pulled one), else None."""
     configured = settings.local.model_path.strip()
     if configured:
         path = Path(configured).expanduser()
@@ -56,8 +58,13 @@ def find_local_model(settings: Settings) -> Path | None:
                 f"local: local.modelPath {str(path)!r} does not exist or is not a file"
             )
         return path
-    default = default_model_path()
-    return default if default.is_file() else None
+    name = settings.local.model.strip()
+    pulled = pulled_model(name)
+    if pulled is None and name:
+        raise ProviderUnavailable(
+            f"local: model {name!r} is not installed: run `memory-ls model pull {name}`"
+        )
+    return pulled
 
 
 def open_local(path: Path, settings: Settings) -> LocalProvider:
@@ -154,13 +161,16 @@ class LocalProvider:
         threads = settings.local.threads or default_threads()
         self._llm: Any = _load(llama_cpp, path, settings.local.context_size, threads)
         self.dims = int(self._llm.n_embd())
-        self._unk_id, self._special_ids = _special_tokens(self._llm)
+        self.profile: ModelProfile = profile_from_metadata(self._llm.metadata)
+        self._special_ids = set(self._tokens(""))
         # llama.cpp may round the context up (to 256); the batch is what one input must fit.
         self._n_ctx = min(int(self._llm.n_ctx()), int(self._llm.n_batch))
-        self.max_input_tokens = self._n_ctx - SPECIAL_TOKENS
-        self.max_input_bytes = self.max_input_tokens * BYTES_PER_TOKEN
-        window = settings.local.window_tokens
+        window = settings.local.window_tokens or self.profile.window_tokens
         self._window = min(window, self._n_ctx) if window > SPECIAL_TOKENS else self._n_ctx
+        # Every document window carries the passage prefix, so its tokens come off the budget.
+        self._passage_tokens = len(self._tokens(self.profile.passage_prefix)) - SPECIAL_TOKENS
+        self.max_input_tokens = self._n_ctx - SPECIAL_TOKENS - self._passage_tokens
+        self.max_input_bytes = self.max_input_tokens * BYTES_PER_TOKEN
         fingerprint = (
             f"{file_fingerprint(path)}:ctx={self._n_ctx}:pool={self._llm.pooling_type()}"
             f":win={self._window}"
@@ -168,6 +178,7 @@ class LocalProvider:
         self.provider_key = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
 
     def embed_query(self, text: str) -> np.ndarray:
+        text = self.profile.query_prefix + self.profile.prepare(text)
         with self._turns.turn(query=True):
             vectors, _ = self._embed_group([text], 0)
         return vectors[0]
@@ -181,9 +192,10 @@ class LocalProvider:
         with self._turns.turn(query=True):  # tokenising is quick: do not queue behind batches
             if self._llm is None:
                 raise EmbeddingError("local: provider is closed")
+            prefix = self.profile.passage_prefix
             for i, text in enumerate(texts):
-                for piece in self._windows(_clean(text)):
-                    pieces.append(piece)
+                for piece in self._windows(self.profile.prepare(text)):
+                    pieces.append(prefix + piece)
                     owner.append(i)
         parts = [np.zeros((0, self.dims), dtype=np.float32)]
         done = 0
@@ -201,8 +213,8 @@ class LocalProvider:
         return normalize(out)
 
     def _windows(self, text: str) -> list[str]:
-        """``text`` cut at line ends into pieces of at most the window's tokens."""
-        limit = self._window
+        """``text`` cut at line ends into pieces that fit the window with the passage prefix."""
+        limit = self._window - self._passage_tokens
         if self._count(text) <= limit:
             return [text]
         pieces: list[str] = []
@@ -238,7 +250,7 @@ class LocalProvider:
         tokens = 0
         try:
             for text in texts[start : start + self._batch_size]:
-                fitted, n = self._fit(_clean(text))
+                fitted, n = self._fit(text)
                 if group and tokens + n > self._n_ctx:
                     break
                 group.append(fitted)
@@ -256,23 +268,27 @@ class LocalProvider:
         nothing, and fusing it in only dilutes the keyword ranking (cmrc2018: hybrid nDCG@10
         0.926 vs 0.938 keyword-only), so the engine skips the vector side for such queries.
         """
+        unk = self.profile.unk_id
         with self._turns.turn(query=True):
-            llm = self._llm
-            if llm is None or self._unk_id is None:
+            if self._llm is None or unk is None:
                 return 0.0
-            ids = llm.tokenize(_clean(text).encode("utf-8"), add_bos=False, special=False)
+            ids = self._tokens(self.profile.prepare(text))
         ids = [i for i in ids if i not in self._special_ids]
-        return sum(i == self._unk_id for i in ids) / len(ids) if ids else 0.0
+        return sum(i == unk for i in ids) / len(ids) if ids else 0.0
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without CLS/SEP, as the model sees it (for callers that budget)."""
         with self._turns.turn(query=True):
             if self._llm is None:
                 raise EmbeddingError("local: provider is closed")
-            return self._count(_clean(text)) - SPECIAL_TOKENS
+            return self._count(self.profile.prepare(text)) - SPECIAL_TOKENS
+
+    def _tokens(self, text: str) -> list[int]:
+        """Token ids with the model's CLS/SEP (or BOS/EOS); the caller holds a turn."""
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
 
     def _count(self, text: str) -> int:
-        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
+        return len(self._tokens(text))
 
     def _fit(self, text: str, limit: int = 0) -> tuple[str, int]:
         """The longest prefix of ``text`` that fits ``limit`` tokens (default: the context,
@@ -311,28 +327,13 @@ class LocalProvider:
         return f"LocalProvider({self.path}, dims={self.dims}, ctx={self._n_ctx})"
 
 
-def _special_tokens(llm: Any) -> tuple[int | None, set[int]]:
-    """The [UNK] id (None when the vocabulary has none) and the ids of CLS/SEP-like tokens."""
-    try:
-        unk = llm.tokenize(b"[UNK]", add_bos=False, special=True)
-        empty = llm.tokenize(b"", add_bos=True, special=False)
-    except Exception:  # a tokenizer without these: no coverage check
-        return None, set()
-    return (unk[0] if len(unk) == 1 else None), set(empty)
-
-
-def _clean(text: str) -> str:
-    # Lone surrogates (from surrogateescape-decoded files) cannot be encoded for llama.cpp.
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-
-
 def _load(llama_cpp: Any, path: Path, context_size: int, threads: int) -> Any:
     """Open the model; reject files that are corrupt or not embedding models."""
     llm = _open(llama_cpp, path, context_size, threads, llama_cpp.LLAMA_POOLING_TYPE_UNSPECIFIED)
+    problem = tokenizer_hazard(llm.metadata)
+    if problem:
+        llm.close()
+        raise ProviderUnavailable(f"local: {path}: {problem}")
     arch = str(llm.metadata.get("general.architecture", "?"))
     n_train = int(llm.metadata.get(f"{arch}.context_length", 0) or 0)
     pooling = int(llm.pooling_type())

@@ -106,7 +106,7 @@ class Searcher:
                 store.vec_reason is None
             ):
                 vectors = SqliteVecIndex(store)
-            calibrate = qvec is not None and qs.calibrate
+            calibrate = qvec is not None and qs.calibrate != "off"
             reference = self.indexer.reference_vectors() if calibrate else None
             out = self._run(store, vectors, qvec, req, qs, reference)
         if self.primary is not None:
@@ -125,7 +125,7 @@ class Searcher:
         qvec, why = self._query_vector(req, rebuilding=False, use=True)
 
         def answer(store: IndexBackend) -> Outcome:
-            calibrate = qvec is not None and qs.calibrate
+            calibrate = qvec is not None and qs.calibrate != "off"
             reference = primary.reference_vectors(db) if calibrate else None
             return self._run(store, SqliteVecIndex(store), qvec, req, qs, reference)
 

@@ -22,6 +22,9 @@ import numpy as np
 MIDPOINT = 2.5
 SLOPE = 1.6
 MIN_STD = 1e-3  # a background of identical vectors must not divide by zero
+# ``query.calibrate = "auto"`` calibrates a model whose unrelated reference passages sit this
+# close on average: multilingual-e5-small 0.77, all-MiniLM-L6-v2 0.07 (measured here).
+COMPRESSED_ABOVE = 0.4
 
 # Reference passages: everyday topics, several languages, none about software or work notes
 # in particular, each a few sentences long like a memory chunk.
@@ -98,3 +101,19 @@ def background(*parts: Moments | None) -> Background | None:
     mean = sum(m.n * m.mean for m in have) / n
     var = sum(m.n * m.mean_sq for m in have) / n - mean * mean
     return Background(mean, max(math.sqrt(max(var, 0.0)), MIN_STD))
+
+
+def compressed(reference: np.ndarray) -> bool:
+    """Whether the model gives unrelated text high cosines (the reference passages' mean)."""
+    n = len(reference)
+    if n < 2:
+        return False
+    gram = reference @ reference.T
+    return float((gram.sum() - np.trace(gram)) / (n * (n - 1))) >= COMPRESSED_ABOVE
+
+
+def wanted(mode: str, reference: np.ndarray | None) -> bool:
+    """``query.calibrate``: "on", "off", or "auto" (on when the model's cosines are compressed)."""
+    if mode == "on":
+        return True
+    return mode == "auto" and reference is not None and compressed(reference)

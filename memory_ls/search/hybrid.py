@@ -10,7 +10,7 @@ import numpy as np
 from ..index.backend import IndexBackend
 from ..index.rows import ChunkRow
 from ..settings import QuerySettings
-from .calibrate import Moments, background
+from .calibrate import Moments, background, wanted
 from .citations import format_citation
 from .highlight import highlight_rows, terms_in
 from .query import Filters, drop_common, match_expression, parse_filters, query_terms
@@ -117,7 +117,7 @@ def run(
         assert vectors is not None and qvec is not None
         knn, corpus = vectors.knn(qvec, pool)
         ref = Moments.of(reference @ qvec) if reference is not None and len(reference) else None
-        bg = background(corpus, ref) if qs.calibrate else None
+        bg = background(corpus, ref) if wanted(qs.calibrate, reference) else None
         for rank, (cid, sim) in enumerate(knn, start=1):
             c = cands.setdefault(cid, Candidate(cid))
             c.vector, c.vector_rank = sim, rank

@@ -38,8 +38,12 @@ from .service import MemoryService
 
 log = logging.getLogger("memory_ls")
 
-_LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO,
-           "debug": logging.DEBUG}
+_LEVELS = {
+    "error": logging.ERROR,
+    "warning": logging.WARNING,
+    "info": logging.INFO,
+    "debug": logging.DEBUG,
+}
 _LSP_TYPES = [
     (logging.ERROR, types.MessageType.Error),
     (logging.WARNING, types.MessageType.Warning),
@@ -93,8 +97,11 @@ class MemoryProtocol(LanguageServerProtocol):
             if not (isinstance(data, dict) and "id" in data and "method" in data):
                 raise
             return JsonRPCRequestMessage(
-                id=data["id"], method=UNPARSED, jsonrpc="2.0",
-                params=f"{data['method']}: invalid params: {_describe(exc.__cause__)}")
+                id=data["id"],
+                method=UNPARSED,
+                jsonrpc="2.0",
+                params=f"{data['method']}: invalid params: {_describe(exc.__cause__)}",
+            )
 
 
 class LspLogHandler(logging.Handler):
@@ -124,7 +131,8 @@ class LspLogHandler(logging.Handler):
 class MemoryLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            "memory-ls", __version__,
+            "memory-ls",
+            __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=MemoryProtocol,
             converter_factory=_converter,
@@ -159,9 +167,12 @@ class MemoryLanguageServer(LanguageServer):
         if now - self._last_error_shown > 60:
             self._last_error_shown = now
             with contextlib.suppress(Exception):  # reporting is best effort
-                self.window_show_message(types.ShowMessageParams(
-                    type=types.MessageType.Error,
-                    message=f"memory-ls: internal error: {error} (details in the log)"))
+                self.window_show_message(
+                    types.ShowMessageParams(
+                        type=types.MessageType.Error,
+                        message=f"memory-ls: internal error: {error} (details in the log)",
+                    )
+                )
 
     def shutdown(self) -> None:
         # Reached on exit with or without a prior `shutdown` request.
@@ -173,8 +184,9 @@ class MemoryLanguageServer(LanguageServer):
         super().shutdown()
 
 
-def _request(server: MemoryLanguageServer, method: str
-             ) -> Callable[[Callable[[Any], Awaitable[Any]]], None]:
+def _request(
+    server: MemoryLanguageServer, method: str
+) -> Callable[[Callable[[Any], Awaitable[Any]]], None]:
     """Register a custom request handler ``fn(params)`` (params: raw JSON)."""
 
     def register(fn: Callable[[Any], Awaitable[Any]]) -> None:
@@ -186,8 +198,9 @@ def _request(server: MemoryLanguageServer, method: str
     return register
 
 
-def _command(server: MemoryLanguageServer, name: str
-             ) -> Callable[[Callable[[tuple[Any, ...]], Awaitable[Any]]], None]:
+def _command(
+    server: MemoryLanguageServer, name: str
+) -> Callable[[Callable[[tuple[Any, ...]], Awaitable[Any]]], None]:
     """Register a command handler ``fn(arguments)`` (the arguments stay raw JSON)."""
 
     def register(fn: Callable[[tuple[Any, ...]], Awaitable[Any]]) -> None:
@@ -290,8 +303,7 @@ def build_server() -> MemoryLanguageServer:
 
     # -- standard requests ------------------------------------------------------------------
     @server.feature(types.WORKSPACE_SYMBOL)
-    async def workspace_symbol(params: types.WorkspaceSymbolParams
-                               ) -> list[types.WorkspaceSymbol]:
+    async def workspace_symbol(params: types.WorkspaceSymbolParams) -> list[types.WorkspaceSymbol]:
         return await server.svc().requests.workspace_symbols(params.query)
 
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
@@ -302,8 +314,9 @@ def build_server() -> MemoryLanguageServer:
     async def hover(params: types.HoverParams) -> types.Hover | None:
         return await server.svc().citations.hover(params.text_document.uri, params.position)
 
-    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK,
-                    types.DocumentLinkOptions(resolve_provider=False))
+    @server.feature(
+        types.TEXT_DOCUMENT_DOCUMENT_LINK, types.DocumentLinkOptions(resolve_provider=False)
+    )
     async def document_link(params: types.DocumentLinkParams) -> list[types.DocumentLink]:
         return await server.svc().citations.links(params.text_document.uri)
 

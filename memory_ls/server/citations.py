@@ -54,12 +54,14 @@ def check_citation(engine: MemoryEngine, cite: Citation, doc_dir: str | None) ->
             out.problem = f"{cite}: lines past the end ({ex.total_lines} lines)"
         return out
     exists = any((engine.root / p).is_file() for p in candidates)
-    return CiteCheck(cite, problem=None if exists else f"{cite.path}: no such memory file",
-                     missing=not exists)
+    return CiteCheck(
+        cite, problem=None if exists else f"{cite.path}: no such memory file", missing=not exists
+    )
 
 
-def _check_all(engine: MemoryEngine, cites: list[Citation], todo: list[int],
-               doc_dir: str | None) -> list[tuple[int, CiteCheck]]:
+def _check_all(
+    engine: MemoryEngine, cites: list[Citation], todo: list[int], doc_dir: str | None
+) -> list[tuple[int, CiteCheck]]:
     """Check citations ``todo`` (indexes into ``cites``) in one engine, each distinct one once."""
     memo: dict[Citation, CiteCheck] = {}
     out = []
@@ -72,8 +74,9 @@ def _check_all(engine: MemoryEngine, cites: list[Citation], todo: list[int],
 
 
 class Citations:
-    def __init__(self, folders: Folders, text_of: Callable[[str], str | None],
-                 codec: PositionCodec):
+    def __init__(
+        self, folders: Folders, text_of: Callable[[str], str | None], codec: PositionCodec
+    ):
         self.folders = folders
         self.text_of = text_of  # document URI -> its open buffer's text
         self.codec = codec
@@ -89,8 +92,9 @@ class Citations:
                 break
             try:
                 async with folder.use() as engine:
-                    checked = await folder.read(_check_all, engine, cites, todo,
-                                                doc_dir if folder is home else None)
+                    checked = await folder.read(
+                        _check_all, engine, cites, todo, doc_dir if folder is home else None
+                    )
             except FolderUnavailable:
                 continue
             left = []
@@ -100,8 +104,10 @@ class Citations:
                 if chk.excerpt is None and chk.missing:
                     left.append(i)  # maybe another folder has it
             todo = left
-        return [results.get(i) or CiteCheck(c, problem=f"{c.path}: no workspace folder",
-                                            missing=True) for i, c in enumerate(cites)]
+        return [
+            results.get(i) or CiteCheck(c, problem=f"{c.path}: no workspace folder", missing=True)
+            for i, c in enumerate(cites)
+        ]
 
     def _lines(self, uri: str) -> list[str] | None:
         text = self.text_of(uri)
@@ -134,8 +140,12 @@ class Citations:
         if chk.excerpt is None:
             if chk.problem is None:
                 return None
-            return types.Hover(contents=types.MarkupContent(
-                kind=types.MarkupKind.Markdown, value=f"memory-ls: {chk.problem}"), range=rng)
+            return types.Hover(
+                contents=types.MarkupContent(
+                    kind=types.MarkupKind.Markdown, value=f"memory-ls: {chk.problem}"
+                ),
+                range=rng,
+            )
         return convert.excerpt_hover(chk.excerpt, rng)
 
     async def links(self, uri: str) -> list[types.DocumentLink]:
@@ -145,8 +155,9 @@ class Citations:
             return []
         checks = await self.check(uri, [s.citation for s in spans])
         return [
-            convert.citation_link(lines, s, convert.file_uri(chk.root, chk.excerpt.path),
-                                  self.codec)
+            convert.citation_link(
+                lines, s, convert.file_uri(chk.root, chk.excerpt.path), self.codec
+            )
             for s, chk in zip(spans, checks, strict=True)
             if chk.excerpt is not None and chk.root is not None
         ]
@@ -156,5 +167,8 @@ class Citations:
         file or to lines past its end."""
         spans = list(convert.citation_spans(lines))
         checks = await self.check(uri, [s.citation for s in spans]) if spans else []
-        return [convert.citation_diagnostic(lines, s, chk.problem, self.codec)
-                for s, chk in zip(spans, checks, strict=True) if chk.problem]
+        return [
+            convert.citation_diagnostic(lines, s, chk.problem, self.codec)
+            for s, chk in zip(spans, checks, strict=True)
+            if chk.problem
+        ]

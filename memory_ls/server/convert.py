@@ -27,8 +27,9 @@ FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 def whole_lines(start_line: int, end_line: int) -> types.Range:
     """The LSP range covering 1-based inclusive lines start..end (the one ``line_span``)."""
     start, end = line_span(start_line, end_line)
-    return types.Range(start=types.Position(line=start, character=0),
-                       end=types.Position(line=end, character=0))
+    return types.Range(
+        start=types.Position(line=start, character=0), end=types.Position(line=end, character=0)
+    )
 
 
 def file_uri(root: Path, path: str) -> str:
@@ -62,10 +63,13 @@ def merge_search(
     below = [b for _, r in answers if (b := r.why_empty())]
     why_empty = None
     if not ranked and below:  # every folder came back empty: how many fell short, the best
-        why_empty = {"count": sum(b["count"] for b in below),
-                     "bestScore": max(b["bestScore"] for b in below)}
-    return response_json(ranked, mode or "keyword", provider, took_ms,
-                         "; ".join(reasons) or None, why_empty)
+        why_empty = {
+            "count": sum(b["count"] for b in below),
+            "bestScore": max(b["bestScore"] for b in below),
+        }
+    return response_json(
+        ranked, mode or "keyword", provider, took_ms, "; ".join(reasons) or None, why_empty
+    )
 
 
 # -- workspace/symbol ------------------------------------------------------------------------
@@ -88,8 +92,9 @@ def hit_symbol(root: Path, hit: SearchHit) -> types.WorkspaceSymbol:
         name=name,
         kind=types.SymbolKind.Namespace if heading else types.SymbolKind.String,
         container_name=hit.citation,
-        location=types.Location(uri=file_uri(root, hit.path),
-                                range=whole_lines(hit.start_line, hit.end_line)),
+        location=types.Location(
+            uri=file_uri(root, hit.path), range=whole_lines(hit.start_line, hit.end_line)
+        ),
     )
 
 
@@ -118,8 +123,9 @@ def citation_at(line: str, column: int) -> tuple[int, int, Citation] | None:
     return None
 
 
-def span_range(lines: Sequence[str], line: int, start: int, end: int,
-               codec: PositionCodec) -> types.Range:
+def span_range(
+    lines: Sequence[str], line: int, start: int, end: int, codec: PositionCodec
+) -> types.Range:
     text = lines[line] if line < len(lines) else ""
     return types.Range(
         start=types.Position(line=line, character=codec.client_num_units(text[:start])),
@@ -128,8 +134,7 @@ def span_range(lines: Sequence[str], line: int, start: int, end: int,
 
 
 def excerpt_location(root: Path, ex: Excerpt) -> types.Location:
-    return types.Location(uri=file_uri(root, ex.path),
-                          range=whole_lines(ex.from_line, ex.to_line))
+    return types.Location(uri=file_uri(root, ex.path), range=whole_lines(ex.from_line, ex.to_line))
 
 
 def excerpt_hover(ex: Excerpt, rng: types.Range | None) -> types.Hover:
@@ -141,15 +146,18 @@ def excerpt_hover(ex: Excerpt, rng: types.Range | None) -> types.Hover:
     lang = "json" if ex.path.endswith(".jsonl") else "markdown"
     title = format_citation(ex.path, ex.from_line, max(ex.from_line, ex.to_line))
     more = f"\n\n... {len(lines) - HOVER_MAX_LINES} more lines" if cut else ""
-    value = (f"**{title}** (lines {ex.from_line}-{max(ex.from_line, ex.to_line)} "
-             f"of {ex.total_lines})\n\n{fence}{lang}\n{body}\n{fence}{more}")
+    value = (
+        f"**{title}** (lines {ex.from_line}-{max(ex.from_line, ex.to_line)} "
+        f"of {ex.total_lines})\n\n{fence}{lang}\n{body}\n{fence}{more}"
+    )
     return types.Hover(
         contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value), range=rng
     )
 
 
-def citation_link(lines: Sequence[str], span: CitationSpan, target_uri: str,
-                  codec: PositionCodec) -> types.DocumentLink:
+def citation_link(
+    lines: Sequence[str], span: CitationSpan, target_uri: str, codec: PositionCodec
+) -> types.DocumentLink:
     c = span.citation
     # VS Code opens file#L3-L9 at those lines; other clients ignore the fragment.
     return types.DocumentLink(
@@ -159,8 +167,9 @@ def citation_link(lines: Sequence[str], span: CitationSpan, target_uri: str,
     )
 
 
-def citation_diagnostic(lines: Sequence[str], span: CitationSpan, message: str,
-                        codec: PositionCodec) -> types.Diagnostic:
+def citation_diagnostic(
+    lines: Sequence[str], span: CitationSpan, message: str, codec: PositionCodec
+) -> types.Diagnostic:
     return types.Diagnostic(
         range=span_range(lines, span.line, span.start, span.end, codec),
         message=message,
@@ -194,7 +203,7 @@ def heading_symbols(lines: Sequence[str], codec: PositionCodec) -> list[types.Do
     roots: list[types.DocumentSymbol] = []
     stack: list[tuple[int, types.DocumentSymbol]] = []
     for idx, (row, level, title) in enumerate(found):
-        end = next((ln for ln, lv, _ in found[idx + 1:] if lv <= level), n)
+        end = next((ln for ln, lv, _ in found[idx + 1 :] if lv <= level), n)
         last = max(row, end - 1)
         text = lines[row].rstrip("\r\n")
         sym = types.DocumentSymbol(

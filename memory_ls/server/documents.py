@@ -32,9 +32,15 @@ def buffer_text(ls: LanguageServer, uri: str) -> str | None:
 
 
 class Documents:
-    def __init__(self, ls: LanguageServer, folders: Folders, citations: Citations, *,
-                 settings_changed: Callable[[Folder], None],
-                 spawn: Callable[[Any], asyncio.Future[Any]]):
+    def __init__(
+        self,
+        ls: LanguageServer,
+        folders: Folders,
+        citations: Citations,
+        *,
+        settings_changed: Callable[[Folder], None],
+        spawn: Callable[[Any], asyncio.Future[Any]],
+    ):
         self.ls = ls
         self.folders = folders
         self.citations = citations
@@ -79,7 +85,8 @@ class Documents:
         if uri in self._published:
             self._published.discard(uri)
             self.ls.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+            )
 
     def reapply(self, folder: Folder) -> None:
         """A new engine starts without the open buffers: give them back before anything reads."""
@@ -128,13 +135,15 @@ class Documents:
             old.cancel()
         delay = (delay_ms if delay_ms is not None else DIAGNOSTICS_DELAY_MS) / 1000
         self._diag_timers[uri] = asyncio.get_running_loop().call_later(
-            delay, lambda: self._spawn(self.publish_diagnostics(uri)))
+            delay, lambda: self._spawn(self.publish_diagnostics(uri))
+        )
 
     def refresh_diagnostics(self, folder: Folder, exclude: str | None = None) -> None:
         """An indexed edit or a sync may fix or break citations in other open documents."""
         for uri in self._open_uris():
-            if uri != exclude and (uri in self._published
-                                   or "#L" in (buffer_text(self.ls, uri) or "")):
+            if uri != exclude and (
+                uri in self._published or "#L" in (buffer_text(self.ls, uri) or "")
+            ):
                 self.schedule_diagnostics(uri, REFRESH_DELAY_MS)
 
     async def publish_diagnostics(self, uri: str) -> None:
@@ -149,7 +158,8 @@ class Documents:
             return  # edited meanwhile: a newer run is scheduled
         if diags or uri in self._published:
             self.ls.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version)
+            )
             if diags:
                 self._published.add(uri)
             else:

@@ -168,7 +168,11 @@ class Configuration:
             register_options=types.DidChangeConfigurationRegistrationOptions(section=SECTION),
         )
         try:
-            await asyncio.wait_for(self.ls.client_register_capability_async(
-                types.RegistrationParams(registrations=[reg])), CLIENT_TIMEOUT_S)
+            await asyncio.wait_for(
+                self.ls.client_register_capability_async(
+                    types.RegistrationParams(registrations=[reg])
+                ),
+                CLIENT_TIMEOUT_S,
+            )
         except Exception as exc:
             log.info("client refused didChangeConfiguration registration: %s", exc)

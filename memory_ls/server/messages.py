@@ -28,8 +28,10 @@ class Messages:
     def folder_opened(self, folder: Folder) -> None:
         """The folder's settings problems, or why its index could not be opened."""
         if folder.problems:
-            self.show_once(f"memory-ls: settings of {folder.name}: " + "; ".join(folder.problems),
-                           types.MessageType.Warning)
+            self.show_once(
+                f"memory-ls: settings of {folder.name}: " + "; ".join(folder.problems),
+                types.MessageType.Warning,
+            )
         if folder.error:
             self.show_once(f"memory-ls: {folder.error}", types.MessageType.Error)
 
@@ -42,8 +44,10 @@ class Messages:
             return
         if st.get("provider") is None:
             if folder.settings.provider != "none" and st.get("providerReason"):
-                self.show_once(f"memory-ls: keyword-only search: {st['providerReason']}",
-                               types.MessageType.Info)
+                self.show_once(
+                    f"memory-ls: keyword-only search: {st['providerReason']}",
+                    types.MessageType.Info,
+                )
         elif st.get("sqliteVec") not in (None, "loaded"):
             self.show_once(f"memory-ls: {st['sqliteVec']}", types.MessageType.Info)
         if st.get("fallbackReason"):

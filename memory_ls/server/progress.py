@@ -45,15 +45,18 @@ class Progress:
         if get_capability(ls.client_capabilities, "window.work_done_progress", False):
             token = f"memory-ls-{uuid.uuid4().hex[:12]}"
             try:
-                await asyncio.wait_for(ls.work_done_progress.create_async(token),
-                                       CREATE_TIMEOUT_S)
+                await asyncio.wait_for(ls.work_done_progress.create_async(token), CREATE_TIMEOUT_S)
             except Exception as exc:
                 log.info("client refused work done progress: %s", exc)
                 token = None
         self = cls(ls, token)
         if token:
-            ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                title=title, cancellable=False, percentage=0, message="starting"))
+            ls.work_done_progress.begin(
+                token,
+                types.WorkDoneProgressBegin(
+                    title=title, cancellable=False, percentage=0, message="starting"
+                ),
+            )
         return self
 
     def callback(self, done: int, total: int, what: str) -> None:
@@ -72,8 +75,12 @@ class Progress:
         # Percentages may not go backwards; the embedding phase reports as its own 0-100
         # in the message only.
         self._last_pct = max(self._last_pct, pct if what == "indexing" else self._last_pct)
-        self.ls.work_done_progress.report(self.token, types.WorkDoneProgressReport(
-            message=f"{what} {done}/{total}", percentage=max(0, self._last_pct)))
+        self.ls.work_done_progress.report(
+            self.token,
+            types.WorkDoneProgressReport(
+                message=f"{what} {done}/{total}", percentage=max(0, self._last_pct)
+            ),
+        )
 
     def end(self, message: str) -> None:
         if self.token is None or self._ending:
@@ -88,8 +95,9 @@ class Progress:
             self.ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
 
 
-async def sync_with_progress(ls: LanguageServer, folder: Folder, reason: str,
-                             force: bool) -> SyncReport | None:
+async def sync_with_progress(
+    ls: LanguageServer, folder: Folder, reason: str, force: bool
+) -> SyncReport | None:
     """Sync (or rebuild) a folder, then embed what is new, reporting progress; the report, or
     None when the folder is unavailable or the sync failed (logged, and said in the progress)."""
     reporter = await Progress.start(ls, f"memory-ls: indexing {folder.name}")
@@ -109,7 +117,9 @@ async def sync_with_progress(ls: LanguageServer, folder: Folder, reason: str,
         return None
     summary = "up to date"
     if report is not None:
-        summary = (f"{report.files} files: {report.indexed} indexed, {report.removed} "
-                   f"removed, {embedded} embedded in {time.perf_counter() - t0:.1f}s")
+        summary = (
+            f"{report.files} files: {report.indexed} indexed, {report.removed} "
+            f"removed, {embedded} embedded in {time.perf_counter() - t0:.1f}s"
+        )
     reporter.end(summary)
     return report

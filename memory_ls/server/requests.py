@@ -74,8 +74,7 @@ class Requests:
     async def workspace_symbols(self, query: str) -> list[types.WorkspaceSymbol]:
         if not query.strip():
             return []
-        answers, limit = await self._search(SearchRequest(query=query,
-                                                          max_results=SYMBOL_RESULTS))
+        answers, limit = await self._search(SearchRequest(query=query, max_results=SYMBOL_RESULTS))
         return [convert.hit_symbol(root, hit) for root, hit in convert.rank_hits(answers)[:limit]]
 
     # -- get --------------------------------------------------------------------------------
@@ -111,8 +110,11 @@ class Requests:
         folders = self.folders.select(folder_ref)
 
         async def one(folder: Folder) -> dict[str, Any]:
-            extra = {"folder": folder.uri, "syncing": folder.syncing,
-                     "pendingEdits": folder.pending_edits}
+            extra = {
+                "folder": folder.uri,
+                "syncing": folder.syncing,
+                "pendingEdits": folder.pending_edits,
+            }
             try:
                 async with folder.use() as engine:
                     st = await folder.read(engine.status)
@@ -142,11 +144,14 @@ class Requests:
     async def sync_command(self, force: bool, folder_ref: str | None) -> dict[str, Any]:
         folders = self.folders.select(folder_ref)
         reports = await asyncio.gather(
-            *(self.sync(f, "reindex" if force else "command", force) for f in folders))
-        return {"folders": [
-            {"folder": f.uri, "report": r.to_json() if r is not None else None}
-            for f, r in zip(folders, reports, strict=True)
-        ]}
+            *(self.sync(f, "reindex" if force else "command", force) for f in folders)
+        )
+        return {
+            "folders": [
+                {"folder": f.uri, "report": r.to_json() if r is not None else None}
+                for f, r in zip(folders, reports, strict=True)
+            ]
+        }
 
     async def save_session(self, p: SaveSessionParams) -> dict[str, Any]:
         """Write a session note from a transcript (never overwriting), then index it."""
@@ -154,15 +159,17 @@ class Requests:
         if not folders:
             raise ParamError("folder", "no workspace folder is open")
         folder = folders[0]
-        transcript = Path((to_fs_path(p.transcript) if p.transcript.startswith("file:")
-                           else None) or p.transcript)
+        transcript = Path(
+            (to_fs_path(p.transcript) if p.transcript.startswith("file:") else None) or p.transcript
+        )
         if not transcript.is_absolute():
             transcript = folder.root / transcript
         if not transcript.is_file():
             raise ParamError("transcript", f"no such file: {transcript}")
         async with folder.use() as engine:
             path = await folder.read(
-                save_session, engine.root, transcript, p.messages, p.source, engine.settings)
+                save_session, engine.root, transcript, p.messages, p.source, engine.settings
+            )
         await self.sync(folder, "session-save", False)
         rel = path.relative_to(folder.root).as_posix()
         return {"path": rel, "uri": path.as_uri()}

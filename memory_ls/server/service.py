@@ -50,16 +50,22 @@ CLOSE_TIMEOUT_S = 10
 class MemoryService:
     def __init__(self, ls: LanguageServer, init_options: Any = None):
         self.ls = ls
-        self.reads = ThreadPoolExecutor(max_workers=READ_THREADS,
-                                        thread_name_prefix="memory-ls-read")
+        self.reads = ThreadPoolExecutor(
+            max_workers=READ_THREADS, thread_name_prefix="memory-ls-read"
+        )
         self.folders = Folders()
         self.config = Configuration(ls, init_options)
         self.messages = Messages(ls)
-        self.citations = Citations(self.folders, partial(buffer_text, ls),
-                                   ls.workspace.position_codec)
-        self.documents = Documents(ls, self.folders, self.citations,
-                                   settings_changed=self._settings_file_changed,
-                                   spawn=self.spawn)
+        self.citations = Citations(
+            self.folders, partial(buffer_text, ls), ls.workspace.position_codec
+        )
+        self.documents = Documents(
+            ls,
+            self.folders,
+            self.citations,
+            settings_changed=self._settings_file_changed,
+            spawn=self.spawn,
+        )
         self.watching = Watching(ls, self.folders, self.documents.fs_changed)
         self.requests = Requests(self.folders, self.sync, lambda: self.watching.mode)
         self._tasks = TaskSet("memory-ls", quiet=(FolderUnavailable,))
@@ -87,8 +93,9 @@ class MemoryService:
         )
         return Folder(uri, root, settings, problems, reads=self.reads, hooks=hooks)
 
-    def add_initial_folders(self, folders: Sequence[types.WorkspaceFolder] | None,
-                            root_uri: str | None) -> None:
+    def add_initial_folders(
+        self, folders: Sequence[types.WorkspaceFolder] | None, root_uri: str | None
+    ) -> None:
         uris = [f.uri for f in folders or []] or ([root_uri] if root_uri else [])
         for uri in uris:
             if uri not in self.folders and (folder := self._new_folder(uri)):
@@ -103,11 +110,13 @@ class MemoryService:
         for folder in self.folders:
             self._start_folder(folder)
 
-    async def _open(self, folder: Folder, settings: Settings | None = None,
-                    problems: list[str] | None = None) -> None:
+    async def _open(
+        self, folder: Folder, settings: Settings | None = None, problems: list[str] | None = None
+    ) -> None:
         if settings is None:
             settings, problems = await asyncio.to_thread(
-                self.config.settings_for, folder.uri, folder.root)
+                self.config.settings_for, folder.uri, folder.root
+            )
         await folder.open(settings, problems)
         self._apply_log_level()
         self.messages.folder_opened(folder)
@@ -154,7 +163,8 @@ class MemoryService:
 
     async def reload(self, folder: Folder) -> None:
         settings, problems = await asyncio.to_thread(
-            self.config.settings_for, folder.uri, folder.root)
+            self.config.settings_for, folder.uri, folder.root
+        )
         if to_dict(settings) == to_dict(folder.settings) and folder.engine is not None:
             return
         log.info("%s: settings changed; reopening the index", folder.name)
@@ -165,16 +175,20 @@ class MemoryService:
         self._start_interval(folder)
         folder.spawn(self.sync(folder, "settings", False))
 
-    async def folders_changed(self, added: Iterable[types.WorkspaceFolder],
-                              removed: Iterable[types.WorkspaceFolder]) -> None:
+    async def folders_changed(
+        self, added: Iterable[types.WorkspaceFolder], removed: Iterable[types.WorkspaceFolder]
+    ) -> None:
         for f in removed:
             folder = self.folders.pop(f.uri)
             if folder:
                 self.watching.unwatch(folder)
                 self._stop_interval(folder)
                 await folder.close()
-        new = [folder for f in added
-               if f.uri not in self.folders and (folder := self._new_folder(f.uri))]
+        new = [
+            folder
+            for f in added
+            if f.uri not in self.folders and (folder := self._new_folder(f.uri))
+        ]
         for folder in new:
             self.folders.add(folder)
         await self.config.pull(new)
@@ -196,8 +210,7 @@ class MemoryService:
         for f in folders:
             f.cancel_tasks()
         try:
-            await asyncio.wait_for(asyncio.gather(*(f.close() for f in folders)),
-                                   CLOSE_TIMEOUT_S)
+            await asyncio.wait_for(asyncio.gather(*(f.close() for f in folders)), CLOSE_TIMEOUT_S)
         except TimeoutError:
             log.warning("shutdown: an index did not close within %d s", CLOSE_TIMEOUT_S)
         self.reads.shutdown(wait=False, cancel_futures=True)

@@ -128,7 +128,9 @@ class ServerWatcher:
         try:
             self._watches[root].append(
                 self._observer.schedule(
-                    self._handlers[root], str(d), recursive=recursive  # type: ignore[arg-type]
+                    self._handlers[root],  # type: ignore[arg-type]
+                    str(d),
+                    recursive=recursive,
                 )
             )
         except OSError as exc:  # e.g. out of inotify watches: degrade to no watching
@@ -157,8 +159,9 @@ class Watching:
     globs of every folder that wants watching), else our watcher ("server"), else nobody
     ("off": searches still sync dirty files). ``on_change(path, is_dir)`` runs on the loop."""
 
-    def __init__(self, ls: LanguageServer, folders: Folders,
-                 on_change: Callable[[Path, bool], None]):
+    def __init__(
+        self, ls: LanguageServer, folders: Folders, on_change: Callable[[Path, bool], None]
+    ):
         self.ls = ls
         self.folders = folders
         self.on_change = on_change
@@ -172,8 +175,10 @@ class Watching:
         if not any(f.settings.sync.watch for f in self.folders):
             return
         caps = self.ls.client_capabilities
-        if (get_capability(caps, "workspace.did_change_watched_files.dynamic_registration", False)
-                and await self._register()):
+        if (
+            get_capability(caps, "workspace.did_change_watched_files.dynamic_registration", False)
+            and await self._register()
+        ):
             self.mode = "client"
             return
         self.mode = "server"
@@ -193,30 +198,50 @@ class Watching:
             self._loop.call_soon_threadsafe(self.on_change, path, is_dir)
 
     async def _register(self) -> bool:
-        relative = get_capability(self.ls.client_capabilities,
-                                  "workspace.did_change_watched_files.relative_pattern_support",
-                                  False)
+        relative = get_capability(
+            self.ls.client_capabilities,
+            "workspace.did_change_watched_files.relative_pattern_support",
+            False,
+        )
         watchers: list[types.FileSystemWatcher] = []
         for folder in self.folders:
             if not folder.settings.sync.watch:
                 continue
             for glob in memory_globs(folder.settings):
-                pattern: Any = (types.RelativePattern(base_uri=folder.uri, pattern=glob)
-                                if relative else f"**/{glob}")
+                pattern: Any = (
+                    types.RelativePattern(base_uri=folder.uri, pattern=glob)
+                    if relative
+                    else f"**/{glob}"
+                )
                 watchers.append(types.FileSystemWatcher(glob_pattern=pattern))
         try:
             if self.mode == "client":  # the globs changed: replace the registration
-                await self.ls.client_unregister_capability_async(types.UnregistrationParams(
-                    unregisterations=[types.Unregistration(
-                        id=WATCH_REGISTRATION,
-                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES)]))
-            await asyncio.wait_for(self.ls.client_register_capability_async(
-                types.RegistrationParams(registrations=[types.Registration(
-                    id=WATCH_REGISTRATION,
-                    method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                    register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                        watchers=watchers),
-                )])), REGISTER_TIMEOUT_S)
+                await self.ls.client_unregister_capability_async(
+                    types.UnregistrationParams(
+                        unregisterations=[
+                            types.Unregistration(
+                                id=WATCH_REGISTRATION,
+                                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            )
+                        ]
+                    )
+                )
+            await asyncio.wait_for(
+                self.ls.client_register_capability_async(
+                    types.RegistrationParams(
+                        registrations=[
+                            types.Registration(
+                                id=WATCH_REGISTRATION,
+                                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                                register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                                    watchers=watchers
+                                ),
+                            )
+                        ]
+                    )
+                ),
+                REGISTER_TIMEOUT_S,
+            )
             return True
         except Exception as exc:
             log.info("client refused file watching (%s); watching files in the server", exc)

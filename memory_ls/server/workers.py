@@ -56,8 +56,16 @@ class FolderHooks:
 class Folder:
     """One workspace folder: its engine, its lanes, its debounced edits and syncs."""
 
-    def __init__(self, uri: str, root: Path, settings: Settings, problems: list[str], *,
-                 reads: Executor, hooks: FolderHooks):
+    def __init__(
+        self,
+        uri: str,
+        root: Path,
+        settings: Settings,
+        problems: list[str],
+        *,
+        reads: Executor,
+        hooks: FolderHooks,
+    ):
         self.uri = uri
         self.root = root
         self.name = root.name or str(root)
@@ -93,15 +101,20 @@ class Folder:
         self._open_lock = asyncio.Lock()
 
     # -- engine lifetime --------------------------------------------------------------------
-    async def open(self, settings: Settings | None = None, problems: list[str] | None = None,
-                   index_path: Path | None = None) -> None:
+    async def open(
+        self,
+        settings: Settings | None = None,
+        problems: list[str] | None = None,
+        index_path: Path | None = None,
+    ) -> None:
         """Open the engine, or replace it after a settings change (the new one rebuilds
         safely if the index meta changed). Waits for every call in flight on the old one."""
         async with self._open_lock:  # two reloads at once would leak an engine
             await self._open(settings, problems, index_path)
 
-    async def _open(self, settings: Settings | None, problems: list[str] | None,
-                    index_path: Path | None) -> None:
+    async def _open(
+        self, settings: Settings | None, problems: list[str] | None, index_path: Path | None
+    ) -> None:
         self._ready.clear()
         self._stop.set()
         while self._in_flight:
@@ -261,8 +274,11 @@ class Folder:
         # wait(), not gather(): a cancelled search must not cancel the edits it waits for.
         _, pending = await asyncio.wait(list(self._edit_tasks), timeout=timeout)
         if pending:
-            log.info("%s: answering without %d edit(s) still waiting for the index writer",
-                     self.name, len(pending))
+            log.info(
+                "%s: answering without %d edit(s) still waiting for the index writer",
+                self.name,
+                len(pending),
+            )
         return not pending
 
     @property
@@ -302,8 +318,9 @@ class Folder:
             self._hooks.on_synced(self)
 
     # -- syncs ------------------------------------------------------------------------------
-    async def sync(self, reason: str, force: bool = False,
-                   progress: Progress | None = None) -> SyncReport | None:
+    async def sync(
+        self, reason: str, force: bool = False, progress: Progress | None = None
+    ) -> SyncReport | None:
         """Keyword sync (or safe rebuild), coalesced: a caller whose request was already
         covered by a sync that started after it gets that sync's report."""
         self._sync_requested += 1

@@ -129,6 +129,10 @@ export function statusBar(state: UiState): StatusBarView {
     lines.push(`Search mode: ${mode.label}${mode.reason ? ` (${mode.reason})` : ''}`);
   }
   const fs = folders(state.status);
+  const models = [...new Set(fs.flatMap((f) => (f.provider ? [`${f.provider.id} ${f.provider.model}`] : [])))];
+  if (models.length) {
+    lines.push(`Embedding model: ${models.join(', ')}`);
+  }
   const files = fs.reduce((n, f) => n + (f.files ?? 0), 0);
   const chunks = fs.reduce((n, f) => n + (f.chunks ?? 0), 0);
   // Chunks wait for vectors only where a provider computes them.

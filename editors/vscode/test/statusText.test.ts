@@ -64,9 +64,13 @@ test('statusBar shows progress, then the mode', () => {
   const hybrid = statusBar({ phase: 'running', status: HYBRID });
   assert.equal(hybrid.text, '$(database) Memory: hybrid');
   assert.match(hybrid.tooltip, /5 files, 6 chunks/);
+  assert.match(hybrid.tooltip, /Embedding model: local all-MiniLM-L6-v2/);
+  const e5 = { ...HYBRID, provider: { id: 'local', model: 'multilingual-e5-small', dims: 384 } };
+  assert.match(statusBar({ phase: 'running', status: { folders: [HYBRID, e5] } }).tooltip, /Embedding model: local all-MiniLM-L6-v2, local multilingual-e5-small/);
   const kw = statusBar({ phase: 'running', status: KEYWORD });
   assert.equal(kw.text, '$(search) Memory: keyword-only');
   assert.match(kw.tooltip, /keyword-only \(no embedding model found/);
+  assert.doesNotMatch(kw.tooltip, /Embedding model/);
   const fb = statusBar({ phase: 'running', status: { ...KEYWORD, fallbackReason: 'openai: 401' } });
   assert.equal(fb.text, '$(warning) Memory: keyword-only');
   assert.ok(fb.warning);

@@ -437,8 +437,9 @@ end
 
 -- -- status line --------------------------------------------------------------------------------
 
---- "memory 3/10" while indexing, else "memory: hybrid" / "memory: keyword-only" ("" when the
---- buffer has no memory_ls client). For your statusline.
+--- "memory 3/10" while indexing, else "memory: hybrid (multilingual-e5-small)" (the mode and the
+--- embedding model) / "memory: keyword-only" ("" when the buffer has no memory_ls client). For
+--- your statusline.
 function M.statusline(bufnr)
   local client = vim.lsp.get_clients({ name = M.NAME, bufnr = bufnr or 0 })[1]
   if not client then
@@ -454,7 +455,10 @@ function M.statusline(bufnr)
   end
   local st = state.status[client.id]
   if st then
-    return "memory: " .. util.mode_label(st.mode)
+    local f = (type(st.folders) == "table" and st.folders[1]) or st
+    local prov = f.provider
+    local model = (type(prov) == "table" and prov.model) and (" (" .. prov.model .. ")") or ""
+    return "memory: " .. util.mode_label(st.mode) .. model
   end
   return "memory"
 end
