@@ -135,7 +135,7 @@ def find_default_model() -> Path | None:
     Looks where `memory-ls model pull` puts it (the user cache) and where the test suite
     builds it (<repo>/.cache/models/). Call before XDG_CACHE_HOME is redirected."""
     try:
-        from memory_ls.models import default_model_path
+        from memory_ls.embeddings.models import default_model_path
 
         p = default_model_path()
         if p.is_file():

@@ -410,7 +410,7 @@ def build_settings(args: argparse.Namespace) -> Settings:
 def resolve_model(arg: str) -> Path:
     """``--model``: a GGUF path, or a known model's name (``memory-ls model list``): the pulled
     file in the user cache, else the newest one the tests built under <repo>/.cache/models/."""
-    from memory_ls import models
+    from memory_ls.embeddings import models
 
     if arg not in models.MODELS or Path(arg).exists():
         return Path(arg).expanduser().resolve()
@@ -658,10 +658,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--scoring",
-        choices=("calibrated", "legacy", "no-coverage"),
-        default="calibrated",
-        help="legacy: raw cosine on the vector side and no keyword floor (the scores before "
-        "calibration, for side-by-side figures)",
+        choices=("shipped", "legacy", "no-coverage"),
+        default="shipped",
+        help="shipped: the scores as the settings say (query.calibrate and the rest); legacy: "
+        "raw cosine on the vector side, no keyword coverage or floor, minScore cutting every "
+        "result (the scores before issue 11, for side-by-side figures); no-coverage: shipped "
+        "without the keyword coverage factor",
     )
     ap.add_argument(
         "--set",

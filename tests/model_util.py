@@ -20,8 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_ls import models
-from memory_ls.embeddings import gguf_convert
+from memory_ls.embeddings import gguf_convert, models
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / ".cache"

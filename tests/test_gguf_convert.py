@@ -13,7 +13,7 @@ import pytest
 from model_util import MODEL_PREFIX, ensure_test_wheel
 from safetensors.numpy import load, save_file
 
-from memory_ls import models
+from memory_ls.embeddings import models
 from memory_ls.embeddings.gguf_convert import (
     ConversionError,
     convert,

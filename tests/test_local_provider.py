@@ -19,8 +19,7 @@ from model_util import (
     write_tiny_llama,
 )
 
-from memory_ls import models
-from memory_ls.embeddings import gguf_convert
+from memory_ls.embeddings import gguf_convert, models
 from memory_ls.embeddings.base import EmbeddingError, EmbeddingProvider, ProviderUnavailable
 from memory_ls.embeddings.factory import create_provider
 from memory_ls.embeddings.local import LocalProvider, find_local_model, open_local

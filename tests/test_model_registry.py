@@ -11,7 +11,8 @@ import gguf
 import pytest
 from e5_util import E5, ensure_e5_wheel, tiny_e5s1
 
-from memory_ls import cli, models
+from memory_ls import cli
+from memory_ls.embeddings import models
 from memory_ls.embeddings.base import ProviderUnavailable
 from memory_ls.embeddings.gguf_convert import ConversionError
 from memory_ls.embeddings.local import find_local_model

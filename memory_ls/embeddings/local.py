@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..models import GGUF_MAGIC, pulled_model
 from ..settings import Settings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
+from .models import GGUF_MAGIC, pulled_model
 from .profile import ModelProfile, profile_from_metadata, tokenizer_hazard
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, replace
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,6 @@ import numpy as np
 from ..chunking import ChunkLimits
 from ..embeddings.base import EmbeddingError, EmbeddingProvider, normalize
 from ..embeddings.batch import batch_embedder_for
-from ..index.backend import IndexBackend
 from ..index.embed import embed_pending
 from ..index.readers import ReaderPool
 from ..index.rows import to_blob
@@ -42,6 +41,7 @@ from ..settings import Settings, cache_dir
 from ..workspace import PathError, Workspace
 from .providers import ProviderPolicy
 from .reference import reference_vectors
+from .target import EmbedTarget
 
 log = logging.getLogger(__name__)
 
@@ -91,15 +91,6 @@ def index_context(
         max_file_bytes=settings.max_file_bytes,
         on_vectors=on_vectors,
     )
-
-
-@dataclass(frozen=True)
-class EmbedTarget:
-    """Where the vector phase writes: a store, the lock its writer is used under, a context."""
-
-    store: IndexBackend
-    lock: AbstractContextManager[object]
-    ctx: IndexContext
 
 
 class Indexer:

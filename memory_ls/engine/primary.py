@@ -24,6 +24,8 @@ import numpy as np
 import psycopg
 
 from ..index.postgres import URL_ENV, PgDatabase, PgStore, PrimaryUnavailable, describe, redact
+from ..index.postgres.store import reader as pg_reader
+from ..index.postgres.store import writer as pg_writer
 from ..index.sync import (
     IndexContext,
     Progress,
@@ -36,9 +38,10 @@ from ..settings import Settings
 from ..sources import SourceError
 from ..sources.markdown import read_bytes
 from ..workspace import PathError, Workspace
-from .indexer import EmbedTarget, Indexer, index_context
+from .indexer import Indexer, index_context
 from .providers import ProviderPolicy
 from .reference import reference_vectors
+from .target import EmbedTarget
 
 log = logging.getLogger(__name__)
 PRIMARY_ERRORS = (psycopg.Error, PrimaryUnavailable)
@@ -149,7 +152,7 @@ class Primary:
         if not self.lock.acquire(timeout=wait_s):
             return None  # another push is running; it or the next one takes these paths
         try:
-            self._push(db.writer(), indexer, paths, force, report)
+            self._push(pg_writer(db), indexer, paths, force, report)
         except PRIMARY_ERRORS as exc:
             self.failed(exc)
             return None
@@ -222,7 +225,7 @@ class Primary:
         if db is None:
             return None
         try:
-            with db.reader() as store:
+            with pg_reader(db) as store:
                 return fn(store)
         except PRIMARY_ERRORS as exc:
             self.failed(exc)
@@ -252,11 +255,11 @@ class Primary:
             return 0
         try:
             with self.lock:
-                target = EmbedTarget(db.writer(), self.lock, self.context())
+                target = EmbedTarget(pg_writer(db), self.lock, self.context())
             n = indexer.embed_pending(progress, report, should_stop, target)
             if db.deferred_dims:
                 with self.lock:
-                    db.writer().build_indexes()
+                    pg_writer(db).build_indexes()
             return n
         except PRIMARY_ERRORS as exc:
             self.failed(exc)
@@ -266,7 +269,7 @@ class Primary:
         if self._reference is not None and self._reference[0] == db.model_key:
             return self._reference[1]
         with self.lock:
-            target = EmbedTarget(db.writer(), self.lock, self.context())
+            target = EmbedTarget(pg_writer(db), self.lock, self.context())
         ref = reference_vectors(self.policy.current, target)
         if ref is not None:
             self._reference = (db.model_key, ref)

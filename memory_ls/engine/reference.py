@@ -8,7 +8,6 @@ send synchronous requests.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,9 +15,7 @@ from ..chunking import text_hash
 from ..embeddings.base import EmbeddingError, EmbeddingProvider, normalize
 from ..index.rows import from_blob, to_blob
 from ..search.calibrate import REFERENCE_PASSAGES
-
-if TYPE_CHECKING:
-    from .indexer import EmbedTarget
+from .target import EmbedTarget
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..embeddings.local import default_threads
+from ..embeddings.models import GGUF_MAGIC
 from ..embeddings.remote import ProviderStats
-from ..models import GGUF_MAGIC
 from ..settings import Settings
 from .base import MAX_DOCUMENT_CHARS, RerankError, RerankUnavailable
 

@@ -12,19 +12,21 @@ An unknown key or a bad value is reported by name and ignored: never fatal.
 """
 
 from .loading import apply, cache_dir, load, read_toml, to_dict, user_config_path
-from .schema import (
-    PROVIDERS,
+from .query import (
     RERANK_PROVIDERS,
-    CacheSettings,
-    ChunkingSettings,
     DecaySettings,
     HybridSettings,
-    LocalSettings,
     MmrSettings,
-    PostgresSettings,
     QuerySettings,
-    RemoteSettings,
     RerankSettings,
+)
+from .schema import (
+    PROVIDERS,
+    CacheSettings,
+    ChunkingSettings,
+    LocalSettings,
+    PostgresSettings,
+    RemoteSettings,
     SessionsSettings,
     SessionsSyncSettings,
     SessionWriterSettings,

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
@@ -68,6 +68,18 @@ def _options(url: str, timeout_ms: int) -> dict[str, Any]:
         "application_name": params.get("application_name") or "memory-ls",
         "options": f"{params.get('options', '')} {extra}".strip(),
     }
+
+
+class Session(Protocol):
+    """What the store's helper modules (keyword, vectors, pending) use of a ``PgStore``."""
+
+    conn: psycopg.Connection[Any]
+    db: PgDatabase
+    ns: str
+
+    def q(
+        self, sql: str | psycopg.sql.Composed, params: Any = None, *, binary: bool = False
+    ) -> psycopg.Cursor[Any]: ...
 
 
 class PgDatabase:
@@ -127,23 +139,20 @@ class PgDatabase:
 
     # -- connections --------------------------------------------------------------------------
     @contextmanager
-    def reader(self) -> Iterator[Any]:
-        from .store import PgStore
-
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection for reading (``store.reader`` wraps it)."""
         with self.pool.connection() as conn:
-            yield PgStore(conn, self)
+            yield conn
 
-    def writer(self) -> Any:
-        """The writer store on the one writer connection (made again after it broke)."""
-        from .store import PgStore
-
+    def writer_connection(self) -> psycopg.Connection[Any]:
+        """The one writer connection (made again after it broke)."""
         if self._writer is None or self._writer.closed or self._writer.broken:
             if self._writer is not None:
                 with contextlib.suppress(Exception):
                     self._writer.close()
             self._writer = self._connect(WRITER_TIMEOUT_MS)
             self._register(self._writer)
-        return PgStore(self._writer, self)
+        return self._writer
 
     def ping(self) -> None:
         with self.pool.connection() as conn:

@@ -12,16 +12,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from psycopg import sql
 
 from ...text import CJK_RUN
+from .database import Session
 from .migrations import TS_CONFIG
 from .tokens import parse_match, term_tokens
-
-if TYPE_CHECKING:
-    from .store import PgStore
 
 K1, B = 1.2, 0.75
 EXACT_DF = 2000
@@ -39,7 +36,7 @@ def _quote(lexeme: str) -> str:
 
 
 def term_queries(
-    store: PgStore, terms: Sequence[tuple[str, bool]]
+    store: Session, terms: Sequence[tuple[str, bool]]
 ) -> list[tuple[str, tuple[str, ...]]]:
     """(tsquery text, its lexemes) of each term, "" for a term with no words; cached."""
     db = store.db
@@ -69,7 +66,7 @@ def term_queries(
     return out
 
 
-def _totals(store: PgStore) -> tuple[int, float]:
+def _totals(store: Session) -> tuple[int, float]:
     db = store.db
     t = db.totals
     if t is None or not db.fresh(t[2]):
@@ -81,7 +78,7 @@ def _totals(store: PgStore) -> tuple[int, float]:
     return t[0], t[1]
 
 
-def _frequencies(store: PgStore, queries: Sequence[str]) -> list[int]:
+def _frequencies(store: Session, queries: Sequence[str]) -> list[int]:
     """Chunks of the namespace matching each tsquery: counted up to ``EXACT_DF`` (a rare word's
     IDF matters, and counting it is cheap), all in one statement; a word matching more gets the
     planner's estimate from the tsvector statistics, scaled to the namespace (its IDF is low,
@@ -106,7 +103,7 @@ def _frequencies(store: PgStore, queries: Sequence[str]) -> list[int]:
     return [known[q][0] for q in queries]
 
 
-def _estimate(store: PgStore, tsq: str) -> int:
+def _estimate(store: Session, tsq: str) -> int:
     plan = store.q(
         sql.SQL(
             "EXPLAIN (FORMAT JSON) SELECT 1 FROM memory_chunks WHERE tsv @@ {}::tsquery"
@@ -120,7 +117,7 @@ def _estimate(store: PgStore, tsq: str) -> int:
     return int(rows * _totals(store)[0] / table)
 
 
-def doc_frequencies(store: PgStore, words: Sequence[str]) -> tuple[list[int], int]:
+def doc_frequencies(store: Session, words: Sequence[str]) -> tuple[list[int], int]:
     terms = [(w, len(w) == 1 and bool(CJK_RUN.fullmatch(w))) for w in words]
     queries = [q for q, _ in term_queries(store, terms)]
     found = _frequencies(store, [q for q in queries if q])
@@ -155,7 +152,7 @@ def _selective(dfs: Sequence[int]) -> list[int]:
     return out
 
 
-def search(store: PgStore, expr: str, limit: int) -> list[tuple[int, float]]:
+def search(store: Session, expr: str, limit: int) -> list[tuple[int, float]]:
     """(chunk id, -BM25) best first for an FTS5-style OR expression of quoted terms."""
     terms = parse_match(expr)
     picked = [

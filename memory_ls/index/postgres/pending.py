@@ -8,10 +8,8 @@ client that died mid-batch holds its claims for ``CLAIM_MINUTES`` only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .store import PgStore
+from .database import Session
 
 CLAIM_MINUTES = 10
 _NO_VECTOR = (
@@ -19,7 +17,7 @@ _NO_VECTOR = (
 )
 
 
-def claim(store: PgStore, limit: int, after: int) -> list[tuple[int, str, str]]:
+def claim(store: Session, limit: int, after: int) -> list[tuple[int, str, str]]:
     """(id, hash, text) of up to ``limit`` pending chunks above id ``after`` that no other
     client is embedding, now claimed for this one. Resuming after the last id claimed keeps a
     backfill linear: each call would otherwise walk past every chunk embedded before it."""
@@ -49,14 +47,14 @@ def claim(store: PgStore, limit: int, after: int) -> list[tuple[int, str, str]]:
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def release(store: PgStore, ids: Sequence[int]) -> None:
+def release(store: Session, ids: Sequence[int]) -> None:
     store.q(
         "DELETE FROM memory_embed_claims WHERE chunk_id = ANY(%s) AND model = %s",
         (list(ids), store.db.model_key),
     )
 
 
-def still_pending(store: PgStore, rows: Sequence[tuple[int, str]]) -> set[int]:
+def still_pending(store: Session, rows: Sequence[tuple[int, str]]) -> set[int]:
     """Of (id, hash) pairs read earlier, those still waiting for that text's vector."""
     if not rows:
         return set()
@@ -69,7 +67,7 @@ def still_pending(store: PgStore, rows: Sequence[tuple[int, str]]) -> set[int]:
     return {cid for cid, h in found if wanted.get(cid) == h}
 
 
-def count(store: PgStore) -> int:
+def count(store: Session) -> int:
     row = store.q(
         f"SELECT count(*) FROM memory_chunks c WHERE c.ns = %(ns)s AND {_NO_VECTOR}",
         {"ns": store.ns, "m": store.db.model_key},

