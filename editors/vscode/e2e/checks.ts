@@ -44,8 +44,12 @@ async function clickButton(row: Locator, label: string): Promise<void> {
 async function newLastLine(wb: Workbench, file: string, prefix: string): Promise<number> {
   await wb.openFile(file);
   await wb.activeEditor.click();
+  // The file is short, so its last line is on screen once it is rendered. Wait for the cursor
+  // to get there: the status bar may still show the old position right after the key press.
+  await wb.line(1);
+  const line = Math.max(...(await wb.lines()).keys());
   await wb.page.keyboard.press('Control+End');
-  const { line } = await wb.cursor();
+  await wb.waitForCursorLine(line);
   await wb.type(prefix);
   return line;
 }

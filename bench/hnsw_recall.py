@@ -1,0 +1,180 @@
+"""Why the team index's HNSW recall fell at 100k chunks: the same index and query as
+memory_ls/index/postgres/vectors.py over two kinds of vectors, side by side in one run.
+
+- ``mixture``: a Gaussian mixture (1,000 clusters, members at cosine ~0.6-0.8 to their centre),
+  the shape real sentence embeddings have;
+- ``bench``: bench/perf.py's random-projection vectors of its synthetic chunks (a third of every
+  chunk is the same function words, so every vector points nearly the same way).
+
+Each set goes into a scratch table with the engine's column type (``halfvec`` on pgvector >= 0.7),
+its partial HNSW index (cosine, default m 16 / ef_construction 64) and its filtered query
+(namespace and model, iterative scan ``relaxed_order``), then recall@10 of held-out queries
+against exact float32 search, for several ``hnsw.ef_search`` values (the engine uses 100).
+
+    python bench/hnsw_recall.py [--n 100000] [--queries 200]
+
+Uses ``MEMORY_LS_PG_URL`` if set, else starts a throwaway server with tests/pg_server.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import REPO, log, md_table  # noqa: E402
+from perf import DIMS, Corpus, RandomProjectionProvider  # noqa: E402
+
+K = 10
+EF = (100, 200, 400, 800)
+
+
+def mixture(n: int, q: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((1000, DIMS))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+
+    def draw(m: int) -> np.ndarray:
+        c = centres[rng.integers(0, len(centres), m)]
+        x = c + 0.055 * rng.standard_normal((m, DIMS))  # cosine to the centre ~0.7
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+    return draw(n), draw(q)
+
+
+def bench_vectors(n: int, q: int, seed: int = 11) -> tuple[np.ndarray, np.ndarray]:
+    corpus = Corpus(seed)
+    rp = RandomProjectionProvider(corpus.vocab)
+    texts: list[str] = []
+    topic = corpus.rng.choice(np.arange(100, len(corpus.vocab)), 25, replace=False)
+    for i in range(n + q):
+        if i % 12 == 0:  # a file of about 12 chunks shares a topic
+            topic = corpus.rng.choice(np.arange(100, len(corpus.vocab)), 25, replace=False)
+        texts.append(" ".join(corpus.tokens(230, topic)))
+    vecs = np.concatenate(
+        [rp.embed_documents(texts[i : i + 5000]) for i in range(0, len(texts), 5000)]
+    )
+    held = np.random.default_rng(seed).permutation(len(vecs))
+    return vecs[held[q:]], vecs[held[:q]]
+
+
+def exact_top(data: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    sims = queries @ data.T
+    return np.argsort(-sims, axis=1)[:, :K]
+
+
+def literal(v: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.6g}" for x in v) + "]"
+
+
+def run_set(conn, name: str, data: np.ndarray, queries: np.ndarray, vt: str) -> list[dict]:
+    table = f"hnsw_recall_{name}"
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.execute(
+        f"CREATE TABLE {table} (id bigint PRIMARY KEY, ns text NOT NULL, model text NOT NULL, "
+        f"dims integer NOT NULL, embedding {vt} NOT NULL)"
+    )
+    t0 = time.perf_counter()
+    with conn.cursor().copy(f"COPY {table} (id, ns, model, dims, embedding) FROM STDIN") as cp:
+        for i, v in enumerate(data):
+            cp.write_row((i, "bench", "m", DIMS, literal(v)))
+    conn.commit()
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    conn.execute("SET maintenance_work_mem = '1GB'")  # this scratch connection only
+    conn.execute(
+        f"CREATE INDEX ON {table} USING hnsw ((embedding::{vt}({DIMS})) {vt}_cosine_ops) "
+        f"WHERE dims = {DIMS}"
+    )
+    conn.commit()
+    build_s = time.perf_counter() - t0
+    conn.execute(f"ANALYZE {table}")
+    conn.commit()
+    truth = exact_top(data, queries)
+    sims = queries @ data.T
+    mean_cos = float(sims.mean())
+    out = []
+    for order in ("relaxed_order", "strict_order"):
+        for ef in EF:
+            hits, lat = 0, []
+            for qi, qv in enumerate(queries):
+                t1 = time.perf_counter()
+                with conn.transaction():
+                    conn.execute("SELECT set_config('hnsw.iterative_scan', %s, true)", (order,))
+                    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+                    rows = conn.execute(
+                        f"SELECT id, embedding::{vt}({DIMS}) <=> %s::{vt}({DIMS}) AS d "
+                        f"FROM {table} WHERE dims = {DIMS} AND ns = %s AND model = %s "
+                        "ORDER BY d LIMIT %s",
+                        (literal(qv), "bench", "m", K),
+                    ).fetchall()
+                lat.append((time.perf_counter() - t1) * 1000)
+                hits += len({int(r[0]) for r in rows} & set(truth[qi].tolist()))
+            out.append(
+                {
+                    "vectors": name,
+                    "mean cosine": f"{mean_cos:.2f}",
+                    "scan": order,
+                    "ef_search": ef,
+                    "recall@10": f"{hits / (K * len(queries)):.3f}",
+                    "p50 ms": f"{np.percentile(lat, 50):.1f}",
+                    "load s": f"{load_s:.0f}",
+                    "build s": f"{build_s:.0f}",
+                }
+            )
+            log(f"{name} {order} ef {ef}: recall {out[-1]['recall@10']}")
+    conn.execute(f"DROP TABLE {table}")
+    conn.commit()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--sets", default="mixture,bench")
+    args = ap.parse_args()
+    import psycopg
+
+    url = os.environ.get("MEMORY_LS_PG_URL")
+    scratch = None
+    if not url:
+        scratch = tempfile.mkdtemp(prefix="memory-ls-hnsw-")
+        script = str(REPO / "tests" / "pg_server.sh")
+        url = subprocess.run(
+            ["bash", script, "up", scratch, sys.executable],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    try:
+        with psycopg.connect(url) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            ver = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            extversion = str(ver.fetchone()[0])
+            vt = "halfvec" if tuple(map(int, extversion.split(".")[:2])) >= (0, 7) else "vector"
+            conn.commit()
+            rows: list[dict] = []
+            for name in args.sets.split(","):
+                log(f"generating {name}: {args.n} vectors")
+                make = mixture if name == "mixture" else bench_vectors
+                data, queries = make(args.n, args.queries)
+                rows += run_set(conn, name, data, queries, vt)
+        print(f"\npgvector {extversion}, {vt}, {args.n} vectors, {args.queries} queries\n")
+        header = list(rows[0])
+        print(md_table(header, [[r[h] for h in header] for r in rows]))
+    finally:
+        if scratch:
+            subprocess.run(["bash", str(REPO / "tests" / "pg_server.sh"), "rm", scratch])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
