@@ -41,7 +41,7 @@ class ProgressBar:
 def _engine(args: argparse.Namespace) -> MemoryEngine:
     from .engine import MemoryEngine
 
-    root = Path(args.workspace).resolve()
+    root = Path(args.workspace or ".").resolve()
     if not root.is_dir():
         raise SystemExit(f"memory-ls: workspace {root} is not a folder")
     engine = MemoryEngine(root, index_path=args.index)
@@ -236,18 +236,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_session(args: argparse.Namespace) -> int:
-    from .session_writer import save_session
+    from .session_hooks import InputError, session_input
+    from .session_writer import write_note
 
+    try:
+        found = session_input(
+            args.transcript,
+            hook=args.hook,
+            count=args.messages,
+            stdin=sys.stdin.buffer,
+            key=args.key,
+            source=args.source,
+        )
+    except InputError as exc:
+        print(f"memory-ls: cannot save the session: {exc}", file=sys.stderr)
+        return 2
+    if found.session is None:
+        print("memory-ls: the session has no messages: nothing saved", file=sys.stderr)
+        return 0
+    if args.workspace is None and found.cwd is not None:
+        args.workspace = str(found.cwd)  # a hook's notes go to the agent's folder unless -w
     with _engine(args) as engine:
         try:
-            path = save_session(
-                engine.root,
-                args.transcript,
-                messages=args.messages,
-                source=args.source,
-                settings=engine.settings,
-                session_key=args.key,
-            )
+            path = write_note(engine.root, found.session, engine.settings)
         except OSError as exc:
             print(f"memory-ls: cannot save the session: {exc}", file=sys.stderr)
             return 2
@@ -275,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"memory-ls {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--workspace", "-w", default=".", help="workspace folder (default: .)")
+    common.add_argument("--workspace", "-w", default=None, help="workspace folder (default: .)")
     common.add_argument("--index", default=None, help="index file (default: user cache folder)")
     common.add_argument("--json", action="store_true", help="print JSON")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -313,7 +324,18 @@ def build_parser() -> argparse.ArgumentParser:
     m = ssub.add_parser(
         "save", parents=[common], help="save a transcript's last messages as a memory note"
     )
-    m.add_argument("transcript", help="session transcript (.jsonl)")
+    m.add_argument(
+        "transcript",
+        nargs="?",
+        default=None,
+        help="session transcript (.jsonl), - for stdin; with --hook, Codex's notify payload",
+    )
+    m.add_argument(
+        "--hook",
+        action="store_true",
+        help="read an agent hook's JSON payload: Claude Code's on stdin, Codex's as the argument"
+        " (the workspace is the payload's cwd unless -w is given)",
+    )
     m.add_argument("--messages", type=int, default=15, help="how many messages (default 15)")
     m.add_argument("--source", default=None, help="where the session came from (e.g. telegram)")
     m.add_argument("--key", default=None, help="session key (default: from the transcript)")

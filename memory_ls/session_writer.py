@@ -4,7 +4,8 @@ Writes ``memory/YYYY-MM-DD-<slug>.md`` in the seed's format (OpenClaw's session-
 a ``# Session: <date> <time> UTC`` title, Session Key / Session ID / Source bullets, then
 ``## Conversation Summary`` with the last N user and assistant messages, redacted. It is the
 one place memory-ls creates a memory file, and it never overwrites one (``-2``, ``-3``, ...).
-The caller indexes the new file (``engine.sync()`` or ``engine.mark_dirty``).
+The caller indexes the new file (``engine.sync()`` or ``engine.mark_dirty``). Where the messages
+come from (a file, stdin, an agent hook's payload) is ``session_hooks.py``'s business.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import logging
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -107,14 +110,39 @@ def session_meta(text: str) -> dict[str, str]:
     return meta
 
 
-def recent_messages(text: str, count: int, name: str = "") -> list[Message]:
-    """The last ``count`` user/assistant messages with text (slash commands left out)."""
+def pick_recent(messages: Iterable[Message], count: int) -> list[Message]:
+    """The last ``count`` messages with text (slash commands left out), without tool lines."""
     picked = [
         Message(m.line, m.role, m.text)
-        for m in iter_messages(text, name)
+        for m in messages
         if m.text and not (m.role == "user" and m.text.startswith("/"))
     ]
     return picked[-count:] if count > 0 else []
+
+
+def recent_messages(text: str, count: int, name: str = "") -> list[Message]:
+    """The last ``count`` user/assistant messages of a transcript's text."""
+    return pick_recent(iter_messages(text, name), count)
+
+
+@dataclass(frozen=True)
+class SessionInput:
+    """What a note is written from: the picked messages and the bullets' values."""
+
+    messages: list[Message]
+    session_id: str
+    session_key: str = "unknown"
+    source: str = "unknown"
+
+
+def from_transcript(text: str, name: str, count: int) -> SessionInput:
+    """The last ``count`` messages of a transcript, with the id and key its header names."""
+    meta = session_meta(text)
+    return SessionInput(
+        recent_messages(text, count, name),
+        meta.get("id") or Path(name).stem,
+        meta.get("key") or "unknown",
+    )
 
 
 def clean_slug(raw: str) -> str | None:
@@ -210,9 +238,35 @@ def write_new(folder: Path, stem: str, text: str) -> Path:
         except FileExistsError:
             n += 1
             continue
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except BaseException:
+            path.unlink(missing_ok=True)  # a full disk leaves no half note behind
+            raise
         return path
+
+
+def write_note(
+    root: Path | str,
+    session: SessionInput,
+    settings: Settings | None = None,
+    now: datetime | None = None,
+) -> Path:
+    """Write ``session`` as ``memory/YYYY-MM-DD-<slug>.md`` under ``root``; return its path."""
+    settings = settings or Settings()
+    when = (now or datetime.now(UTC)).astimezone(UTC)
+    picked = session.messages
+    conversation = "\n".join(line for m in picked for line in m.render())
+    slug = (
+        llm_slug(conversation, settings.session_writer)
+        or keyword_slug(picked)
+        or f"{when:%H%M}"  # the seed's fallback: nothing to name it by
+    )
+    note = render_note(picked, when, session.session_key, session.session_id, session.source)
+    path = write_new(Path(root) / MEMORY_DIR, f"{when:%Y-%m-%d}-{slug}", note)
+    log.info("saved %d messages of session %s to %s", len(picked), session.session_id, path.name)
+    return path
 
 
 def save_session(
@@ -227,25 +281,11 @@ def save_session(
 ) -> Path:
     """Write the last ``messages`` messages of a transcript as ``memory/YYYY-MM-DD-<slug>.md``
     under ``root`` and return its path. Raises OSError when the transcript cannot be read."""
-    settings = settings or Settings()
     transcript = Path(transcript_path).expanduser()
-    text = read_tail(transcript)
-    picked = recent_messages(text, messages, transcript.name)
-    meta = session_meta(text)
-    when = (now or datetime.now(UTC)).astimezone(UTC)
-    conversation = "\n".join(line for m in picked for line in m.render())
-    slug = (
-        llm_slug(conversation, settings.session_writer)
-        or keyword_slug(picked)
-        or f"{when:%H%M}"  # the seed's fallback: nothing to name it by
+    session = from_transcript(read_tail(transcript), transcript.name, messages)
+    session = replace(
+        session,
+        source=source or session.source,
+        session_key=session_key or session.session_key,
     )
-    note = render_note(
-        picked,
-        when,
-        session_key or meta.get("key") or "unknown",
-        meta.get("id") or transcript.stem,
-        source or "unknown",
-    )
-    path = write_new(Path(root) / MEMORY_DIR, f"{when:%Y-%m-%d}-{slug}", note)
-    log.info("saved %d messages of %s to %s", len(picked), transcript.name, path.name)
-    return path
+    return write_note(root, session, settings, now)
