@@ -20,6 +20,7 @@ from test_remote_providers import fast
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.index.postgres import PgDatabase, redact
+from memory_ls.index.postgres import store as pg_store
 from memory_ls.index.postgres.errors import describe, scrub
 from memory_ls.index.postgres.migrations import vector_type_for
 from memory_ls.index.postgres.tokens import index_text, parse_match
@@ -279,8 +280,8 @@ def test_namespaces_never_mix(pg_url, tmp_path):
                 pg_url, "SELECT id FROM memory_chunks WHERE ns = %s", ea.primary.namespace
             )
         ]
-        store_b = eb.primary.db
-        with store_b.reader() as r:  # even asked by id, B's store answers only B's rows
+        # Even asked by id, B's store answers only B's rows.
+        with pg_store.reader(eb.primary.db) as r:
             assert r.chunks_by_ids(a_ids) == {}
             assert r.file_info("memory/secret.md") is None
 
