@@ -69,6 +69,7 @@ class EvalSet:
     corpus: dict[str, list[tuple[str, str]]]  # workspace -> [(path, text)]
     queries: list[dict[str, Any]]
     total_queries: int
+    max_files: int | None = None
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -98,14 +99,36 @@ def sample(queries: list[dict[str, Any]], limit: int | None) -> list[dict[str, A
     return [queries[i * n // limit] for i in range(limit)]
 
 
-def load_set(folder: Path, limit: int | None) -> EvalSet:
+def load_set(folder: Path, limit: int | None, max_files: int | None = None) -> EvalSet:
     corpus: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for row in read_jsonl(folder / "corpus.jsonl"):
         corpus[row["workspace"]].append((row["path"], row["text"]))
     queries = read_jsonl(folder / "queries.jsonl")
     total = len(queries)
-    queries = [q for q in queries if q.get("relevant")]
-    return EvalSet(folder.name, folder, dict(corpus), sample(queries, limit), total)
+    queries = sample([q for q in queries if q.get("relevant")], limit)
+    if max_files:
+        corpus = shrink(corpus, queries, max_files)
+    return EvalSet(folder.name, folder, dict(corpus), queries, total, max_files)
+
+
+def shrink(
+    corpus: dict[str, list[tuple[str, str]]], queries: list[dict[str, Any]], max_files: int
+) -> dict[str, list[tuple[str, str]]]:
+    """Each workspace cut to ``max_files`` files: every file a scored query needs, then others
+    evenly spread (the same subset on every run), so a slow model can be compared with another
+    on the same smaller corpus."""
+    needed: dict[str, set[str]] = defaultdict(set)
+    for q in queries:
+        needed[q["workspace"]] |= {r["path"] for r in q["relevant"]}
+    out: dict[str, list[tuple[str, str]]] = {}
+    for ws, files in corpus.items():
+        keep = [f for f in files if f[0] in needed[ws]]
+        rest = [f for f in files if f[0] not in needed[ws]]
+        room = max(0, max_files - len(keep))
+        if room and rest:
+            keep += [rest[i * len(rest) // room] for i in range(min(room, len(rest)))]
+        out[ws] = keep
+    return out
 
 
 def bm25_reference(eval_dir: Path) -> dict[str, list[tuple[str, list[float | None]]]]:
@@ -201,6 +224,8 @@ def index_key(es: EvalSet, settings: Settings, provider: Any) -> tuple[str, dict
         "provider": [provider.id, provider.model, provider.provider_key] if provider else None,
         "code": code,
     }
+    if es.max_files:  # only then, so the keys of whole corpora stay what they were
+        info["maxFiles"] = es.max_files
     key = hashlib.sha256(json.dumps(info, sort_keys=True).encode()).hexdigest()[:16]
     tag = f"{provider.id}-{provider.model}" if provider else "keyword"
     return f"{tag}-{key}", info
@@ -648,6 +673,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--limit", type=int, default=0, help="score N queries per set, evenly spread (default: all)"
     )
+    ap.add_argument(
+        "--max-files",
+        type=int,
+        default=0,
+        help="cut each workspace to N files (those the scored queries need, then others evenly "
+        "spread), to compare a slow model with another on the same smaller corpus",
+    )
     ap.add_argument("--fusion", choices=("weighted", "rrf"), default="weighted")
     ap.add_argument("--decay", action="store_true", help="temporal decay on")
     ap.add_argument("--mmr", action="store_true", help="MMR re-ranking on")
@@ -734,7 +766,7 @@ def main(argv: list[str] | None = None) -> int:
         per_query = args.per_query.open("w", encoding="utf-8") if args.per_query else None
         try:
             for sd in set_dirs:
-                es = load_set(sd, args.limit or None)
+                es = load_set(sd, args.limit or None, args.max_files or None)
                 log(
                     f"{es.name}: {len(es.queries)} queries, {sum(map(len, es.corpus.values()))} "
                     f"files in {len(es.corpus)} workspace(s)"
@@ -774,6 +806,7 @@ def main(argv: list[str] | None = None) -> int:
             "settings": {k: v for k, v in to_dict(settings).items() if k not in ("remote",)},
             "overrides": args.set or [],
             "limit": args.limit or None,
+            "maxFiles": args.max_files or None,
             "sets": results,
             "reference": {
                 k: [
