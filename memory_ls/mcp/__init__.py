@@ -1,10 +1,11 @@
-"""MCP server: ``memory_search``, ``memory_get`` and ``memory_status`` over one workspace's
-engine.
+"""MCP server: ``memory_search``, ``memory_get`` and ``memory_status``, and the memory files
+as resources, over one workspace's engine.
 
 Same parameters and result shapes as the language server's ``memory/search`` and
 ``memory/get`` (and ``memory-ls status --json``), so an agent gets the citations an editor
 gets. Modules: schemas (what the agent sees), tools (the engine calls, index freshness),
-server (the SDK's low-level Server, stdio).
+resources (memory files as ``memory://<path>``), server (the SDK's low-level Server,
+stdio).
 """
 
 from .server import run

@@ -17,10 +17,12 @@ import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 from .. import __version__
 from ..engine import MemoryEngine
 from ..params import ParamError
+from .resources import list_resources, read_resource
 from .schemas import GET_TOOL, INSTRUCTIONS, SEARCH_TOOL, STATUS_TOOL, TOOLS
 from .tools import MemoryTools
 
@@ -64,6 +66,17 @@ def build_server(tools: MemoryTools) -> Server[Any]:
             log.exception("%s failed", params.name)
             return _error(f"{params.name} failed: {type(exc).__name__}")
 
+    async def list_files(ctx: Any, params: types.PaginatedRequestParams | None):
+        found = await anyio.to_thread.run_sync(list_resources, tools.engine)
+        return types.ListResourcesResult(resources=found)
+
+    async def read_file(ctx: Any, params: types.ReadResourceRequestParams):
+        try:
+            contents = await anyio.to_thread.run_sync(read_resource, tools.engine, params.uri)
+        except ValueError as exc:  # PathError too: outside, a symlink, not memory, missing
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        return types.ReadResourceResult(contents=[contents])
+
     return Server(
         "memory-ls",
         version=__version__,
@@ -72,6 +85,8 @@ def build_server(tools: MemoryTools) -> Server[Any]:
         get_tool_input_schema=schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_files,
+        on_read_resource=read_file,
     )
 
 
