@@ -4,16 +4,25 @@ against the real server process over stdio and over HTTP on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from conftest import write
 from mcp import ClientSession
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from test_mcp import params, payload
 
@@ -63,19 +72,6 @@ async def check_status(session: ClientSession, root: Path, index: Path) -> None:
     assert bad.is_error and "verbose" in bad.content[0].text
 
 
-async def test_status_over_stdio(mcp_ws: Path, tmp_path: Path):
-    index = tmp_path / "index.sqlite"
-    async with (
-        stdio_client(params(mcp_ws, index)) as (read, write_),
-        ClientSession(read, write_) as session,
-    ):
-        await session.initialize()
-        tools = {t.name: t for t in (await session.list_tools()).tools}
-        assert set(tools) == {"memory_search", "memory_get", "memory_status"}
-        assert tools["memory_status"].annotations.read_only_hint
-        await check_status(session, mcp_ws, index)
-
-
 NOTES = [
     "MEMORY.md",
     "memory/2026-01-10-api-design.md",
@@ -118,11 +114,155 @@ async def check_resources(session: ClientSession) -> None:
         assert why in err.value.error.message, (uri, err.value.error.message)
 
 
-async def test_resources_over_stdio(mcp_ws: Path, tmp_path: Path):
+REPO = Path(__file__).resolve().parent.parent
+
+
+def mcp_command(root: Path, index: Path) -> list[str]:
+    return [sys.executable, "-m", "memory_ls", "mcp", "-w", str(root), "--index", str(index)]
+
+
+def server_env(token: str | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "MEMORY_LS_MCP_TOKEN"}
+    return env if token is None else {**env, "MEMORY_LS_MCP_TOKEN": token}
+
+
+@contextlib.contextmanager
+def http_server(root: Path, index: Path, token: str | None = None) -> Iterator[str]:
+    """A real ``memory-ls mcp --transport http`` on 127.0.0.1 (any free port); its URL."""
+    args = [*mcp_command(root, index), "--transport", "http", "--port", "0"]
+    proc = subprocess.Popen(
+        args, env=server_env(token), cwd=REPO, stderr=subprocess.PIPE, text=True
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def drain() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        seen: list[str] = []
+        while (line := lines.get(timeout=60)) is not None:
+            seen.append(line)
+            if found := re.search(r"MCP over HTTP at (http://127\.0\.0\.1:\d+/mcp)", line):
+                break
+        assert found, "".join(seen)
+        yield found.group(1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@contextlib.asynccontextmanager
+async def http_session(url: str, token: str | None = None) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with (
-        stdio_client(params(mcp_ws, tmp_path / "index.sqlite")) as (read, write_),
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(url, http_client=http) as (read, write_),
         ClientSession(read, write_) as session,
     ):
-        init = await session.initialize()
-        assert init.capabilities.resources is not None
+        await session.initialize()
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def connect(transport: str, root: Path, index: Path) -> AsyncIterator[ClientSession]:
+    if transport == "http":
+        with http_server(root, index) as url:
+            async with http_session(url) as session:
+                yield session
+        return
+    async with (
+        stdio_client(params(root, index)) as (read, write_),
+        ClientSession(read, write_) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_status_and_resources(transport: str, mcp_ws: Path, tmp_path: Path):
+    index = tmp_path / "index.sqlite"
+    async with connect(transport, mcp_ws, index) as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == {"memory_search", "memory_get", "memory_status"}
+        assert tools["memory_status"].annotations.read_only_hint
+        await check_status(session, mcp_ws, index)
         await check_resources(session)
+
+
+async def test_http_token_is_required_on_every_request(mcp_ws: Path, tmp_path: Path):
+    with http_server(mcp_ws, tmp_path / "index.sqlite", token="s3cret-token") as url:
+        base = url.removesuffix("/mcp")
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        async with httpx2.AsyncClient(timeout=30) as http:
+            for headers in (
+                {},
+                {"Authorization": "Bearer wrong"},
+                {"Authorization": "Bearer s3cret-token-and-more"},
+                {"Authorization": "Basic s3cret-token"},
+                {"Authorization": "s3cret-token"},
+            ):
+                for method, target in (("POST", url), ("GET", url), ("GET", f"{base}/other")):
+                    r = await http.request(method, target, headers=headers, json=init)
+                    assert r.status_code == 401, (method, target, headers)
+                    assert r.headers["www-authenticate"] == "Bearer"
+        async with http_session(url, token="s3cret-token") as session:
+            st = payload(await session.call_tool("memory_status", {}))
+            assert st["root"] == str(mcp_ws.resolve())
+
+
+@pytest.mark.parametrize("token", [None, ""])
+def test_http_refuses_other_addresses_without_a_token(
+    token: str | None, mcp_ws: Path, tmp_path: Path
+):
+    args = [*mcp_command(mcp_ws, tmp_path / "i.sqlite"), "--transport", "http"]
+    done = subprocess.run(
+        [*args, "--host", "0.0.0.0"],
+        env=server_env(token),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "refusing to serve MCP on 0.0.0.0 without a bearer token" in done.stderr
+    assert "MEMORY_LS_MCP_TOKEN" in done.stderr
+    assert not (tmp_path / "i.sqlite").exists()  # refused before anything was loaded
+
+
+async def test_agents_loop_over_http(mcp_ws: Path, tmp_path: Path):
+    """Two agents share one server: one searches, reads the cited lines and writes a note;
+    the other's next search finds that note within 2 s."""
+    with http_server(mcp_ws, tmp_path / "index.sqlite") as url:
+        async with http_session(url) as agent, http_session(url) as other:
+            found = payload(await agent.call_tool("memory_search", {"query": "rate limiting"}))
+            hit = found["results"][0]
+            assert hit["path"] == "memory/2026-01-10-api-design.md"
+            got = payload(await agent.call_tool("memory_get", {"citation": hit["citation"]}))
+            assert "token bucket" in got["text"] and got["from"] == hit["startLine"]
+
+            note = "memory/2026-03-01-queues.md"
+            write(mcp_ws, note, "# Queues\n\nBilling moved to RabbitMQ quorum queues.\n")
+
+            async def search() -> dict[str, Any]:
+                return payload(await other.call_tool("memory_search", {"query": "RabbitMQ"}))
+
+            fresh, took = await poll(search, lambda f: bool(f["results"]), timeout=5.0)
+            assert [r["path"] for r in fresh["results"]] == [note], fresh
+            assert took < 2.0, took
+            cited = fresh["results"][0]["citation"]
+            read = payload(await agent.call_tool("memory_get", {"citation": cited}))
+            assert "RabbitMQ quorum queues" in read["text"]
+
+
+def test_http_options_need_the_http_transport(mcp_ws: Path, tmp_path: Path):
+    args = [*mcp_command(mcp_ws, tmp_path / "i.sqlite"), "--token", "s3cret"]
+    done = subprocess.run(
+        args, env=server_env(), cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "--host, --port and --token need --transport http" in done.stderr

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -20,7 +19,6 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from .. import __version__
-from ..engine import MemoryEngine
 from ..params import ParamError
 from .resources import list_resources, read_resource
 from .schemas import GET_TOOL, INSTRUCTIONS, SEARCH_TOOL, STATUS_TOOL, TOOLS
@@ -94,18 +92,3 @@ async def serve_stdio(tools: MemoryTools) -> None:
     server = build_server(tools)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
-def run(root: Path, index_path: str | None = None) -> int:
-    """``memory-ls mcp``: serve one workspace over stdio until the client hangs up."""
-    engine = MemoryEngine(root, index_path=index_path)
-    for problem in engine.problems:
-        log.warning("settings: %s", problem)
-    tools = MemoryTools(engine)
-    tools.start()
-    try:
-        anyio.run(serve_stdio, tools)
-    finally:
-        tools.close()
-        engine.close()
-    return 0
