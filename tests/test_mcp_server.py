@@ -8,6 +8,7 @@ import contextlib
 import os
 import queue
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -214,26 +215,6 @@ async def test_http_token_is_required_on_every_request(mcp_ws: Path, tmp_path: P
             assert st["root"] == str(mcp_ws.resolve())
 
 
-@pytest.mark.parametrize("token", [None, ""])
-def test_http_refuses_other_addresses_without_a_token(
-    token: str | None, mcp_ws: Path, tmp_path: Path
-):
-    args = [*mcp_command(mcp_ws, tmp_path / "i.sqlite"), "--transport", "http"]
-    done = subprocess.run(
-        [*args, "--host", "0.0.0.0"],
-        env=server_env(token),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert done.stderr.count("\n") == 1, done.stderr
-    assert "refusing to serve MCP on 0.0.0.0 without a bearer token" in done.stderr
-    assert "MEMORY_LS_MCP_TOKEN" in done.stderr
-    assert not (tmp_path / "i.sqlite").exists()  # refused before anything was loaded
-
-
 async def test_agents_loop_over_http(mcp_ws: Path, tmp_path: Path):
     """Two agents share one server: one searches, reads the cited lines and writes a note;
     the other's next search finds that note within 2 s."""
@@ -259,10 +240,40 @@ async def test_agents_loop_over_http(mcp_ws: Path, tmp_path: Path):
             assert "RabbitMQ quorum queues" in read["text"]
 
 
-def test_http_options_need_the_http_transport(mcp_ws: Path, tmp_path: Path):
-    args = [*mcp_command(mcp_ws, tmp_path / "i.sqlite"), "--token", "s3cret"]
+def refused(root: Path, index: Path, *args: str, token: str | None = None) -> str:
+    """Run ``memory-ls mcp`` with ``args``; it must exit 2 at once. Its stderr."""
     done = subprocess.run(
-        args, env=server_env(), cwd=REPO, capture_output=True, text=True, timeout=60
+        [*mcp_command(root, index), *args],
+        env=server_env(token),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
-    assert done.returncode == 2
-    assert "--host, --port and --token need --transport http" in done.stderr
+    assert done.returncode == 2, done
+    assert not index.exists()  # refused before anything was loaded
+    return done.stderr
+
+
+@pytest.mark.parametrize("token", [None, ""])
+def test_http_refuses_other_addresses_without_a_token(
+    token: str | None, mcp_ws: Path, tmp_path: Path
+):
+    err = refused(
+        mcp_ws, tmp_path / "i.sqlite", "--transport", "http", "--host", "0.0.0.0", token=token
+    )
+    assert err.count("\n") == 1, err
+    assert "refusing to serve MCP on 0.0.0.0 without a bearer token" in err
+    assert "MEMORY_LS_MCP_TOKEN" in err
+
+
+def test_http_options_need_the_http_transport(mcp_ws: Path, tmp_path: Path):
+    err = refused(mcp_ws, tmp_path / "i.sqlite", "--token", "s3cret")
+    assert "--host, --port and --token need --transport http" in err
+
+
+def test_http_busy_port_is_a_clear_error(mcp_ws: Path, tmp_path: Path):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        err = refused(mcp_ws, tmp_path / "i.sqlite", "--transport", "http", "--port", str(port))
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "Traceback" not in err, err

@@ -78,19 +78,21 @@ class BearerToken:
         await self.app(scope, receive, send)
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0][0]
-    return socket.create_server((host.strip("[]"), port), family=family)
+def listen(options: HttpOptions) -> socket.socket:
+    """The listening socket, bound before anything is loaded (a busy port fails at once)."""
+    host = options.host.strip("[]")
+    family = socket.getaddrinfo(host, options.port, type=socket.SOCK_STREAM)[0][0]
+    return socket.create_server((host, options.port), family=family)
 
 
-async def serve_http(tools: MemoryTools, options: HttpOptions) -> None:
-    """Serve until interrupted; prints the endpoint's URL (the real port for ``--port 0``)."""
+async def serve_http(tools: MemoryTools, options: HttpOptions, sock: socket.socket) -> None:
+    """Serve on ``sock`` until interrupted; prints the endpoint's URL (the real port for
+    ``--port 0``)."""
     app: ASGIApp = build_server(tools).streamable_http_app(
-        streamable_http_path=ENDPOINT, host=options.host
+        streamable_http_path=ENDPOINT, host=options.host.strip("[]")
     )
     if options.token:
         app = BearerToken(app, options.token)
-    sock = _listen(options.host, options.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"memory-ls: MCP over HTTP at http://{shown}:{port}{ENDPOINT}", file=sys.stderr)
