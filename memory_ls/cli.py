@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -271,14 +272,20 @@ def cmd_session(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     try:
-        from .mcp import run
+        from .mcp import TOKEN_ENV, HttpOptions, run
     except ImportError as exc:
         print(f"memory-ls: the MCP server is not available: {exc}", file=sys.stderr)
         return 2
     root = Path(args.workspace).resolve()
     if not root.is_dir():
         raise SystemExit(f"memory-ls: workspace {root} is not a folder")
-    return run(root, args.index)
+    given = {"host": args.host, "port": args.port, "token": args.token}
+    if args.transport == "stdio" and any(v is not None for v in given.values()):
+        print("memory-ls: --host, --port and --token need --transport http", file=sys.stderr)
+        return 2
+    given["token"] = args.token or os.environ.get(TOKEN_ENV) or None
+    http = HttpOptions(**{k: v for k, v in given.items() if v is not None})
+    return run(root, args.index, http if args.transport == "http" else None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -341,9 +348,15 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--key", default=None, help="session key (default: from the transcript)")
     m.set_defaults(func=cmd_session)
 
-    s = sub.add_parser("mcp", help="run the MCP server (stdio) for agents")
+    s = sub.add_parser("mcp", help="run the MCP server for agents (stdio, or streamable HTTP)")
     s.add_argument("--workspace", "-w", default=".", help="workspace folder (default: .)")
     s.add_argument("--index", default=None, help="index file (default: user cache folder)")
+    s.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    s.add_argument("--host", help="http: address to bind (default 127.0.0.1)")
+    s.add_argument("--port", type=int, help="http: port (default 8765; 0: any)")
+    s.add_argument(
+        "--token", help="http: bearer token (or MEMORY_LS_MCP_TOKEN); needed off loopback"
+    )
     s.set_defaults(func=cmd_mcp)
 
     s = sub.add_parser("model", help="get a local embedding model")

@@ -1,0 +1,94 @@
+"""The MCP server object (the SDK's low-level ``Server``) and serving it over stdio.
+
+Built on the low-level ``Server`` because ``memory_get`` takes a parameter named ``from``,
+which no Python function signature (what the SDK's decorator API derives schemas from) can
+spell.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from .. import __version__
+from ..params import ParamError
+from .resources import list_resources, read_resource
+from .schemas import GET_TOOL, INSTRUCTIONS, SEARCH_TOOL, STATUS_TOOL, TOOLS
+from .tools import MemoryTools
+
+log = logging.getLogger(__name__)
+
+
+def _result(payload: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+        structured_content=payload,
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
+
+
+def build_server(tools: MemoryTools) -> Server[Any]:
+    handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+        SEARCH_TOOL.name: tools.search,
+        GET_TOOL.name: tools.get,
+        STATUS_TOOL.name: tools.status,
+    }
+    schemas = {t.name: t.input_schema for t in TOOLS}
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None):
+        return types.ListToolsResult(tools=TOOLS)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams):
+        handler = handlers.get(params.name)
+        if handler is None:
+            return _error(f"unknown tool {params.name!r}; use one of {', '.join(handlers)}")
+        args = params.arguments or {}
+        try:
+            return _result(await anyio.to_thread.run_sync(handler, args))
+        except ParamError as exc:  # the agent should fix its arguments: say which and how
+            return _error(str(exc))
+        except Exception as exc:  # the agent gets a readable error, the log the traceback
+            log.exception("%s failed", params.name)
+            return _error(f"{params.name} failed: {type(exc).__name__}")
+
+    async def list_files(ctx: Any, params: types.PaginatedRequestParams | None):
+        found = await anyio.to_thread.run_sync(list_resources, tools.engine)
+        return types.ListResourcesResult(resources=found)
+
+    async def read_file(ctx: Any, params: types.ReadResourceRequestParams):
+        try:
+            contents = await anyio.to_thread.run_sync(read_resource, tools.engine, params.uri)
+        except ValueError as exc:  # PathError too: outside, a symlink, not memory, missing
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        return types.ReadResourceResult(contents=[contents])
+
+    return Server(
+        "memory-ls",
+        version=__version__,
+        title="memory-ls",
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=schemas.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_files,
+        on_read_resource=read_file,
+    )
+
+
+async def serve_stdio(tools: MemoryTools) -> None:
+    server = build_server(tools)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -1,0 +1,108 @@
+"""The tools over one engine, and keeping its index fresh without a file watcher.
+
+A keyword sync runs before a search (throttled), and embeddings are filled in the background
+so a search never waits for the model. Every method here blocks (SQLite, the embedding
+model): the server runs each in a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from ..engine import MemoryEngine
+from ..params import MCP, ParamError, parse_get, parse_search
+from ..search.citations import parse_citation
+from ..workspace import PathError
+from .schemas import MAX_LINES
+
+log = logging.getLogger(__name__)
+
+# At most one disk walk per this many seconds of searching: short enough that a note an
+# agent just wrote is found by its next search, long enough that a burst of searches (or
+# several agents sharing one HTTP server) does not walk the disk each time.
+REFRESH_SECONDS = 1.0
+READY_TIMEOUT_SECONDS = 30.0  # a search waits this long for the first keyword sync
+
+
+class MemoryTools:
+    """memory_search, memory_get and memory_status over one engine."""
+
+    def __init__(self, engine: MemoryEngine, refresh_seconds: float = REFRESH_SECONDS):
+        self.engine = engine
+        self.refresh_seconds = refresh_seconds
+        self.ready = threading.Event()
+        self._refreshed = 0.0
+        self._refresh_lock = threading.Lock()
+        self._embedding = threading.Lock()
+        self._closed = False
+
+    # -- keeping the index fresh ----------------------------------------------------------------
+    def start(self) -> None:
+        """First sync in the background: keyword index now, vectors after."""
+        threading.Thread(target=self._first_sync, name="memory-ls-mcp-sync", daemon=True).start()
+
+    def _first_sync(self) -> None:
+        try:
+            report = self.engine.sync("mcp-start", embed=False)
+            log.info("indexed %d of %d files", report.indexed, report.files)
+        except Exception:  # a broken index must not take the tools down: search degrades
+            log.exception("first sync failed")
+        finally:
+            self._refreshed = time.monotonic()
+            self.ready.set()
+        self._embed()
+
+    def _embed(self) -> None:
+        if self.engine.provider is None or not self._embedding.acquire(blocking=False):
+            return
+        try:
+            self.engine.embed_pending(should_stop=lambda: self._closed)
+        except Exception:
+            log.exception("embedding failed; keyword search still works")
+        finally:
+            self._embedding.release()
+
+    def refresh(self) -> None:
+        """Pick up files changed since the last look (agents write memory mid-session)."""
+        self.ready.wait(READY_TIMEOUT_SECONDS)
+        if not self.ready.is_set():
+            return
+        with self._refresh_lock:
+            if time.monotonic() - self._refreshed < self.refresh_seconds:
+                return
+            report = self.engine.sync("mcp", embed=False)
+            self._refreshed = time.monotonic()
+        if report.indexed and self.engine.provider is not None:
+            threading.Thread(target=self._embed, name="memory-ls-mcp-embed", daemon=True).start()
+
+    # -- tools --------------------------------------------------------------------------------
+    def search(self, args: dict[str, Any]) -> dict[str, Any]:
+        req = parse_search(args, MCP)
+        if not req.query.strip():
+            raise ParamError("query", "must not be empty")
+        self.refresh()
+        return self.engine.search(req).to_json(self.engine.root)
+
+    def get(self, args: dict[str, Any]) -> dict[str, Any]:
+        p = parse_get(args, MCP)
+        start, lines = p.start, p.lines
+        if lines is None and start is None and "#" not in p.target:
+            lines = MAX_LINES  # a whole huge file is not what an agent's context needs
+            start = 1
+        try:
+            excerpt = self.engine.get(p.target, start=start, lines=lines)
+        except (PathError, ValueError) as exc:
+            field = "citation" if parse_citation(p.target) else "path"
+            raise ParamError(field, str(exc)) from None
+        return excerpt.to_json(self.engine.root)
+
+    def status(self, args: dict[str, Any]) -> dict[str, Any]:
+        if args:
+            raise ParamError(next(iter(args)), "memory_status takes no arguments")
+        return self.engine.status()
+
+    def close(self) -> None:
+        self._closed = True
