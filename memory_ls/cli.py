@@ -89,6 +89,13 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"({resp.mode} search: {resp.fallback_reason})", file=sys.stderr)
         if not resp.results:
             print(no_results_message(resp, engine.settings.query.min_score, args.min_score))
+            pending = engine.status().get("pendingEmbeddings", 0) if resp.mode != "keyword" else 0
+            if pending:  # searched by keywords only so far: say how to search by meaning
+                print(
+                    f"({pending} chunks have no vector yet: run `memory-ls index`, or search "
+                    "with --embed, to search them by meaning)",
+                    file=sys.stderr,
+                )
             return 1
         for hit in resp.results:
             print(f"{hit.citation}  score {hit.score:.3f}")

@@ -221,3 +221,18 @@ def test_cli_says_why_a_search_came_back_empty(three: Path, tmp_path: Path, mode
     )
     payload = json.loads(js.stdout)
     assert payload["results"] == [] and payload["belowMinScore"]["count"] >= 1
+
+
+@pytest.mark.model
+def test_cli_says_when_chunks_are_not_embedded_yet(three: Path, tmp_path: Path, model_path: Path):
+    """A first search syncs keywords only: an empty answer says how to search by meaning."""
+    (three / ".memory-ls.toml").write_text(
+        f'provider = "local"\n[local]\nmodelPath = "{model_path}"\n'
+    )
+    cmd = [sys.executable, "-m", "memory_ls", "search", "-w", str(three)]
+    cmd += ["--index", str(tmp_path / "i.sqlite"), "how do we throttle traffic"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    assert "3 chunks have no vector yet" in out.stderr and "--embed" in out.stderr
+    again = subprocess.run([*cmd, "--embed"], capture_output=True, text=True, timeout=120)
+    assert "no vector yet" not in again.stderr
