@@ -82,8 +82,8 @@ class QuerySettings:
     min_score: float = setting(
         0.35,
         "Results scoring less than this (after fusion and decay) are dropped; a request's own "
-        "`minScore` wins. Scores mean the same for every model (see `query.calibrate`): under "
-        "0.5 is a weak match, under 0.35 junk.",
+        "`minScore` wins. It gates the best result: once that passes, results down to half of "
+        "it come along. Under 0.5 is a weak match, under 0.35 junk (see `query.calibrate`).",
         minimum=0,
         maximum=1,
     )
