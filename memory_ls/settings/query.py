@@ -81,9 +81,9 @@ class QuerySettings:
     )
     min_score: float = setting(
         0.35,
-        "Results scoring less than this (after fusion and decay) are dropped; a request's own "
-        "`minScore` wins. It gates the best result: once that passes, results down to half of "
-        "it come along. Under 0.5 is a weak match, under 0.35 junk (see `query.calibrate`).",
+        "A search answers only when its best result scores at least this (after fusion and "
+        "decay); then results down to half of it come along. A request's own `minScore` wins. "
+        "Under 0.5 is a weak match, under 0.35 junk (see `query.calibrate`).",
         minimum=0,
         maximum=1,
     )
