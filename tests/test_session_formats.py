@@ -148,6 +148,27 @@ def test_secrets_in_tool_arguments_and_results_are_redacted(agent: str):
     assert "legacy key [REDACTED:openai-key] here" in rendered
 
 
+def test_codex_context_messages_are_not_user_words():
+    def user(text: str) -> dict:
+        content = [{"type": "input_text", "text": text}]
+        return {
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": content},
+        }
+
+    text = "".join(
+        json.dumps(r) + "\n"
+        for r in [
+            user("<turn_aborted>\nThe user interrupted.\n</turn_aborted>"),
+            user(
+                "# Context from my IDE setup:\n## Open tabs:\n- a.py\n"
+                "## My request for Codex:\nfix a.py"
+            ),
+        ]
+    )
+    assert render_transcript(text).text == "User: fix a.py"
+
+
 def test_a_secret_across_the_cut_of_a_long_result_never_shows_in_part():
     for pad in range(280, 320, 3):  # the key starts before, at and after the 300-char cut
         content = "x" * pad + " " + ARG_SECRET + " tail" * 100

@@ -23,12 +23,17 @@ from typing import Any
 
 from .common import ASSISTANT, RESULT, SUMMARY, USER, Parsed, blocks, result_text, tool_line
 
+# Markers of the context Codex sends as user messages (the open tags of codex-rs's protocol):
+# not what the user said.
 _INJECTED = (
     "<environment_context>",
     "<user_instructions>",
     "# AGENTS.md instructions for",
     "<user_shell_command>",
+    "<turn_aborted>",
 )
+# The IDE extension puts editor context before the request itself.
+_REQUEST = "## My request for Codex:"
 
 
 def _output(output: Any) -> Any:
@@ -66,7 +71,8 @@ def parse(rec: dict[str, Any]) -> Parsed | None:
         if role not in (USER, ASSISTANT):
             return None
         parsed = blocks(payload.get("content"), role)
-        parsed.texts = [t for t in parsed.texts if not t.lstrip().startswith(_INJECTED)]
+        texts = [t.split(_REQUEST, 1)[-1] for t in parsed.texts]
+        parsed.texts = [t for t in texts if not t.lstrip().startswith(_INJECTED)]
         return parsed
     if item == "function_call":
         return Parsed(ASSISTANT, tools=[tool_line(payload.get("name"), payload.get("arguments"))])
