@@ -26,7 +26,7 @@ import httpx
 from .redact import redact
 from .search.query import keywords
 from .settings import SessionWriterSettings, Settings
-from .sources.sessions import Message, iter_messages
+from .sources.sessions import CHAT_ROLES, Message, iter_messages
 from .workspace import MEMORY_DIR
 
 log = logging.getLogger(__name__)
@@ -111,11 +111,12 @@ def session_meta(text: str) -> dict[str, str]:
 
 
 def pick_recent(messages: Iterable[Message], count: int) -> list[Message]:
-    """The last ``count`` messages with text (slash commands left out), without tool lines."""
+    """The last ``count`` user/assistant messages with text (slash commands left out), without
+    tool lines, tool results or summaries."""
     picked = [
         Message(m.line, m.role, m.text)
         for m in messages
-        if m.text and not (m.role == "user" and m.text.startswith("/"))
+        if m.text and m.role in CHAT_ROLES and not (m.role == "user" and m.text.startswith("/"))
     ]
     return picked[-count:] if count > 0 else []
 

@@ -59,12 +59,13 @@ def test_openclaw_records_render_with_line_map():
         "User: How do we rate limit?",
         "Assistant: Token bucket in Redis.",
         "Limit: 100/min.",
-        "Tool: exec",
+        'Tool: exec cmd="ls -la"',
+        "Tool result: exec: total 0 drwxr-xr-x",
         "User: part one",
         "part two",
     ]
-    assert src.line_map == (2, 3, 3, 3, 6, 6)
-    assert "ls -la" not in src.text and "drwxr" not in src.text and "buckets" not in src.text
+    assert src.line_map == (2, 3, 3, 3, 4, 6, 6)
+    assert "buckets" not in src.text  # reasoning is left out
 
 
 def test_plain_chat_records_and_openai_tool_calls():
@@ -83,9 +84,10 @@ def test_plain_chat_records_and_openai_tool_calls():
     assert src.text.split("\n") == [
         "User: Weather in Paris?",
         "Tool: get_weather",
+        'Tool result: {"temp": 21}',
         "Assistant: It is 21 degrees.",
     ]
-    assert src.line_map == (2, 3, 5)
+    assert src.line_map == (2, 3, 4, 5)
 
 
 def test_claude_code_and_codex_records():
@@ -106,7 +108,12 @@ def test_claude_code_and_codex_records():
             "message": {"role": "user", "content": [{"type": "tool_result", "content": "raw"}]},
         },
     )
-    assert lines_of(claude) == ["User: fix the bug", "Assistant: Looking.", "Tool: Read"]
+    assert lines_of(claude) == [
+        "User: fix the bug",
+        "Assistant: Looking.",
+        'Tool: Read file_path="/x"',
+        "Tool result: raw",
+    ]
     codex = jsonl(
         {"type": "session_meta", "payload": {"id": "x"}},
         {
@@ -131,8 +138,13 @@ def test_claude_code_and_codex_records():
         },
     )
     src = render_transcript(codex)
-    assert src.text.split("\n") == ["User: run tests", "Tool: shell", "Assistant: All green."]
-    assert src.line_map == (2, 4, 7)
+    assert src.text.split("\n") == [
+        "User: run tests",
+        "Tool: shell",
+        "Tool result: ok",
+        "Assistant: All green.",
+    ]
+    assert src.line_map == (2, 4, 5, 7)
 
 
 def test_noise_is_dropped():
@@ -144,8 +156,9 @@ def test_noise_is_dropped():
         msg("user", "ok\x07 with a bell\r\nand CRLF"),
     )
     src = render_transcript(text)
-    assert src.text == "User: ok with a bell\nand CRLF"
-    assert src.line_map == (5, 5)
+    # an image is a placeholder, never its bytes
+    assert src.text == "User: [image]\nUser: ok with a bell\nand CRLF"
+    assert src.line_map == (3, 5, 5)
 
 
 def test_bad_lines_are_skipped_and_logged_by_number(caplog: pytest.LogCaptureFixture):
@@ -283,7 +296,7 @@ def test_no_secret_reaches_index_snippets_get_or_logs(
             msg("user", text) if i % 2 else msg("assistant", [{"type": "text", "text": text}])
         )
     records.append(msg("user", f"zebra key block\n{PRIVATE_KEY}\nend of key"))
-    # Secrets in tool arguments and tool results: never rendered at all.
+    # Secrets in tool arguments and tool results: rendered short, and redacted.
     records.append(
         msg(
             "assistant", [{"type": "toolCall", "name": "exec", "arguments": {"env": SECRETS[0][1]}}]

@@ -1,15 +1,11 @@
 """Agent session transcripts (JSONL) rendered as ``User: ...`` / ``Assistant: ...`` text.
 
-Formats understood, one JSON record a line:
-
-* OpenClaw: ``{"type": "message", "message": {"role", "content"}}``, content a string or a
-  list of parts (``{"type": "text", "text"}``, ``{"type": "toolCall", "name"}``, ...);
-* plain chat records ``{"role", "content"}`` (OpenAI style, with ``tool_calls``);
-* Claude Code (``{"type": "user"|"assistant", "message": {...}}``) and Codex
-  (``{"type": "response_item", "payload": {...}}``), which cost a few lines to support.
-
-Tool calls become ``Tool: <name>`` lines; tool results, reasoning, system prompts and images
-are dropped: their raw payloads are noise for search and the likeliest place for secrets.
+Each JSON record is read on its own by ``sources/formats`` (OpenClaw, Claude Code, Codex and
+plain ``{role, content}`` chat records) and rendered as lines that all map back to that
+record's line: ``User: ...`` / ``Assistant: ...`` for messages, ``Tool: <name> <arguments>``
+for tool calls, ``Tool result: ...`` for a tool's answer (one short line, cut and marked so),
+``Summary: ...`` for compaction summaries. Reasoning, system prompts and metadata records are
+left out; attachments show as a placeholder (``[image: image/png]``), never their bytes.
 Every message is redacted before it is rendered. Lines that are not JSON (partial writes, a
 truncated last line, binary junk) are skipped and logged by number, never by content, and
 are picked up again on the next sync once the writer has finished them.
@@ -20,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,39 +23,34 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from ..redact import redact
+from . import formats
+from .formats.common import ASSISTANT, CONTROL, RESULT, SUMMARY, USER
 from .markdown import SourceText
 
 log = logging.getLogger(__name__)
 
-USER_ROLES = {"user", "human"}
-ASSISTANT_ROLES = {"assistant", "model", "ai", "bot"}
-TEXT_PARTS = {"text", "input_text", "output_text"}
-TOOL_CALL_PARTS = {
-    "toolCall",
-    "tool_call",
-    "tool_use",
-    "toolUse",
-    "server_tool_use",
-    "function_call",
-}
 # A transcript written to within this many seconds is a live conversation: it waits for the
 # delta thresholds. Once quiet, whatever was appended is indexed on the next sync, so the end
 # of a conversation is never left out.
 IDLE_FLUSH_SECONDS = 120.0
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffd]")
-_TOOL_NAME = re.compile(r"[^\w.:/-]")
 _NO_REPLY = {"NO_REPLY", '{"action":"NO_REPLY"}'}
 # A rendered message starts with its role label, or with the tool label when it only called
 # tools; tool lines also follow a message's text, so only a role label marks a message start.
-ROLE_LABELS = {"user": "User: ", "assistant": "Assistant: "}
+ROLE_LABELS = {
+    USER: "User: ",
+    ASSISTANT: "Assistant: ",
+    RESULT: "Tool result: ",
+    SUMMARY: "Summary: ",
+}
+CHAT_ROLES = (USER, ASSISTANT)
 TOOL_LABEL = "Tool: "
 
 
 @dataclass(frozen=True)
 class Message:
     line: int  # 1-based line of the JSONL file
-    role: str  # "user" | "assistant"
+    role: str  # a key of ROLE_LABELS
     text: str  # redacted; "" when the message only called tools
     tools: tuple[str, ...] = ()
 
@@ -73,80 +63,20 @@ class Message:
 
 
 def _clean(text: str) -> str:
-    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).strip()
-
-
-def _tool_name(value: Any) -> str:
-    name = _TOOL_NAME.sub("", str(value or ""))[:64]
-    return name or "tool"
-
-
-def _content(content: Any) -> tuple[list[str], list[str]]:
-    """(text pieces, tool names) of a message's content, whatever its shape."""
-    if isinstance(content, str):
-        return [content], []
-    texts: list[str] = []
-    tools: list[str] = []
-    if not isinstance(content, list):
-        return texts, tools
-    for part in content:
-        if isinstance(part, str):
-            texts.append(part)
-        elif isinstance(part, dict):
-            kind = part.get("type")
-            if kind in TEXT_PARTS and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            elif kind in TOOL_CALL_PARTS:
-                tools.append(_tool_name(part.get("name") or part.get("toolName")))
-            # tool results, thinking, reasoning, images: dropped on purpose
-    return texts, tools
-
-
-def _as_message(rec: Any) -> dict[str, Any] | None:
-    """The ``{role, content, ...}`` object inside a record, or None for other records."""
-    if not isinstance(rec, dict):
-        return None
-    kind = rec.get("type")
-    msg = rec.get("message")
-    if isinstance(msg, dict) and kind in (None, "message", "user", "assistant"):
-        if "role" not in msg and kind in ("user", "assistant"):
-            return {**msg, "role": kind}
-        return msg
-    payload = rec.get("payload")
-    if kind == "response_item" and isinstance(payload, dict):
-        if payload.get("type") == "function_call":
-            return {"role": "assistant", "tool_calls": [{"function": payload}]}
-        if payload.get("type") in (None, "message"):
-            return payload
-        return None
-    if "role" in rec and kind in (None, "message"):
-        return rec
-    return None
+    return CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).strip()
 
 
 def parse_record(rec: Any, line: int) -> Message | None:
-    """One JSON record -> a rendered-worthy Message, or None (not a user/assistant message)."""
-    msg = _as_message(rec)
-    if msg is None:
+    """One JSON record -> a Message worth rendering, or None (metadata, reasoning alone)."""
+    parsed = formats.parse(rec)
+    if parsed is None:
         return None
-    role = str(msg.get("role") or "").lower()
-    if role in USER_ROLES:
-        role = "user"
-    elif role in ASSISTANT_ROLES:
-        role = "assistant"
-    else:  # system, developer, tool results
-        return None
-    texts, tools = _content(msg.get("content"))
-    for call in msg.get("tool_calls") or []:
-        if isinstance(call, dict):
-            fn = call.get("function")
-            tools.append(_tool_name(fn.get("name") if isinstance(fn, dict) else call.get("name")))
-    text = _clean("\n".join(t for t in texts if t))
+    text = _clean("\n".join(t for t in parsed.texts if t))
     if text in _NO_REPLY:
         text = ""
-    if not text and not tools:
+    if not text and not parsed.tools:
         return None
-    return Message(line, role, redact(text), tuple(tools))
+    return Message(line, parsed.role, redact(text), tuple(parsed.tools))
 
 
 def iter_messages(text: str, path: str = "", first_line: int = 1) -> Iterator[Message]:
@@ -256,14 +186,15 @@ def anchor_windows(fh: BinaryIO, offset: int) -> tuple[bytes, bytes]:
 
 
 def count_messages(data: bytes) -> int:
-    """Messages in complete (newline-terminated) JSONL lines of ``data``."""
+    """User and assistant messages in complete (newline-terminated) JSONL lines of ``data``."""
     n = 0
     for raw in data.split(b"\n")[:-1]:
         try:
             rec = json.loads(raw)
         except (ValueError, RecursionError):
             continue
-        n += parse_record(rec, 0) is not None
+        msg = parse_record(rec, 0)
+        n += msg is not None and msg.role in CHAT_ROLES
     return n
 
 
