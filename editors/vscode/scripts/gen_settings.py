@@ -23,8 +23,8 @@ import argparse
 import json
 import re
 import sys
-from pathlib import Path
 from dataclasses import is_dataclass
+from pathlib import Path
 from typing import Any, get_args, get_origin
 
 HERE = Path(__file__).resolve().parent
