@@ -73,7 +73,7 @@ class Workspace:
         now = (session_roots.problem(r) for r in self.roots.values())
         return self.config_problems + [p for p in now if p]
 
-    def _locate(self, p: Path) -> str | None:
+    def key_of(self, p: Path) -> str | None:
         """The index key of a normalised absolute path, None outside the workspace and roots."""
         try:
             return p.relative_to(self.root).as_posix()
@@ -107,7 +107,7 @@ class Workspace:
         """A user-given path as a workspace path; one outside the root is returned as given."""
         p = Path(path)
         if p.is_absolute():
-            return self._locate(Path(os.path.normpath(p))) or self._locate(p.resolve()) or str(p)
+            return self.key_of(Path(os.path.normpath(p))) or self.key_of(p.resolve()) or str(p)
         return p.as_posix().removeprefix("./")
 
     def discover(self) -> list[MemoryFile]:
@@ -210,7 +210,7 @@ class Workspace:
         else:
             p = Path(path) if Path(path).is_absolute() else self.root / path
         p = Path(os.path.normpath(p))
-        rel = self._locate(p)
+        rel = self.key_of(p)
         if rel is None:
             roots = " and sessions.roots" if self.roots else ""
             raise PathError(f"{path}: outside the workspace {self.root}{roots}")
