@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import write
+from lsprotocol import types
+from test_server import Start, open_doc, search, start, status, uri  # noqa: F401
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.search.citations import find_citations, parse_citation
@@ -168,6 +170,7 @@ def test_problem_roots_are_named_and_the_rest_indexed(home: Path, tmp_path: Path
         SessionRoot(str(home / "x" / "projects")),  # the default name "projects"...
         SessionRoot(str(home / "y" / "projects")),  # ...is then taken
         SessionRoot(str(home / "z"), name="bad name!"),
+        SessionRoot(str(home / ("x" * 300)), name="long"),  # unreadable even for root
     ]
     locked.chmod(0)
     try:
@@ -182,6 +185,7 @@ def test_problem_roots_are_named_and_the_rest_indexed(home: Path, tmp_path: Path
     assert "sessions.roots file (" in text and "is a file" in text
     if os.geteuid() != 0:  # root reads anything
         assert "sessions.roots locked (" in text and "cannot read" in text
+    assert "sessions.roots long (" in text and "cannot read it (File name too long)" in text
     assert "relative/path: not absolute" in text
     assert "the name 'projects' is taken" in text
     assert "name 'bad name!'" in text
@@ -273,3 +277,51 @@ def test_detect_with_nothing_found(tmp_path: Path) -> None:
     out = run_cli("sessions", "detect", home=empty, cwd=tmp_path)
     assert out.returncode == 1 and out.stdout == ""
     assert "no agent transcript folders" in out.stderr
+
+
+async def test_editor_opens_the_cited_transcript(start: Start, tmp_path: Path) -> None:  # noqa: F811
+    """Go to definition on a ``sessions:claude/...#L2-L3`` citation opens the transcript file
+    itself at those JSONL lines; hover shows them; a new transcript seen by the client's
+    watcher is searchable under its key."""
+    home = make_home(tmp_path)
+    ws = make_ws(tmp_path)
+    projects = home / ".claude/projects"
+    write(
+        ws,
+        ".memory-ls.toml",
+        f'sources = ["memory", "sessions"]\n\n[[sessions.roots]]\npath = "{projects}"\n',
+    )
+    client = await start(ws)
+    assert (await status(client))["rootProblems"] == []
+    real = projects / PROJECT / "9f2c.jsonl"
+
+    u = open_doc(client, ws / "MEMORY.md")
+    td = types.TextDocumentIdentifier(uri=u)
+    line = (ws / "MEMORY.md").read_text().split("\n")[2]
+    pos = types.Position(line=2, character=line.index("sessions:") + 12)
+    locs = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=td, position=pos)
+    )
+    assert locs and locs[0].uri == uri(real)
+    assert (locs[0].range.start.line, locs[0].range.end.line) == (1, 3)
+    hov = await client.text_document_hover_async(types.HoverParams(text_document=td, position=pos))
+    assert hov and "blue green" in hov.contents.value and KEY in hov.contents.value
+    links = await client.text_document_document_link_async(
+        types.DocumentLinkParams(text_document=td)
+    )
+    assert [link.target for link in links] == [uri(real) + "#L2-L3"]
+
+    res = await search(client, "okapi rollback digest")
+    assert res["results"][0]["path"] == KEY and res["results"][0]["uri"] == uri(real)
+
+    regs = [r for r in client.registrations if r.method == "workspace/didChangeWatchedFiles"]
+    patterns = [w["globPattern"] for w in regs[0].register_options["watchers"]]
+    assert {"baseUri": uri(projects), "pattern": "**/*.jsonl"} in patterns
+    new = write(projects, f"{PROJECT}/7e1d.jsonl", claude_line("user", "the capybara cron"))
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=uri(new), type=types.FileChangeType.Created)]
+        )
+    )
+    hits = (await search(client, "capybara cron"))["results"]
+    assert [h["path"] for h in hits] == [f"sessions:claude/{PROJECT}/7e1d.jsonl"]
