@@ -118,6 +118,11 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             out, i = out + "[^/]*", i + 1
         elif pattern[i] == "?":
             out, i = out + "[^/]", i + 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:  # a character class, as fnmatch
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            out += "[^" + body[1:] + "]" if body[0] == "!" else "[" + body + "]"
+            i = end + 1
         else:
             out, i = out + re.escape(pattern[i]), i + 1
     return re.compile(out)
@@ -175,7 +180,8 @@ def snippet(found: list[tuple[Agent, Path, int]], home: Path) -> str:
             shown = str(folder)
         lines += [
             "",
-            f"# {agent.name}: {count} transcripts ({shown}/{agent.layout})",
+            f"# {agent.name}: {count} transcript{'' if count == 1 else 's'} "
+            f"({shown}/{agent.layout})",
             "[[sessions.roots]]",
             f'path = "{shown}"',
             "globs = [" + ", ".join(f'"{g}"' for g in agent.globs) + "]",

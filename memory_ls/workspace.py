@@ -74,17 +74,25 @@ class Workspace:
         return self.config_problems + [p for p in now if p]
 
     def key_of(self, p: Path) -> str | None:
-        """The index key of a normalised absolute path, None outside the workspace and roots."""
+        """The index key of a normalised absolute path, None outside the workspace and roots.
+        A transcript of a root inside the workspace gets the root's key."""
+        rooted = self._root_key(p)
+        if rooted is not None and rooted[1]:
+            return rooted[0]
         try:
             return p.relative_to(self.root).as_posix()
         except ValueError:
-            pass
+            return rooted[0] if rooted else None
+
+    def _root_key(self, p: Path) -> tuple[str, bool] | None:
+        """(key, whether it is one of the root's transcripts) of a path under a root."""
         for r in self.roots.values():
             for base in (r.folder, r.expanded):
                 try:
-                    return r.key(p.relative_to(base).as_posix())
+                    sub = p.relative_to(base).as_posix()
                 except ValueError:
                     continue
+                return r.key(sub), session_roots.matches(r, sub)
         return None
 
     def file_path(self, key: str) -> Path:
@@ -219,6 +227,8 @@ class Workspace:
         if any(q.is_symlink() for q in [p, *list(p.parents)[: rel.count("/")]]):
             raise PathError(f"{path}: symlinks are not memory")
         found = self.classify(rel)
+        if found is None and rel.startswith(PREFIX):
+            raise PathError(f"{path}: not a memory file (not matched by its root's globs)")
         if found is None:
             raise PathError(f"{path}: not a memory file (MEMORY.md, memory.md, memory/**/*.md)")
         return found

@@ -255,7 +255,8 @@ def test_detect_prints_a_snippet_that_works(home: Path, tmp_path: Path) -> None:
     text = out.stdout
     for path in ("~/.claude/projects", "~/.codex/sessions", "~/.openclaw/agents"):
         assert f'path = "{path}"' in text
-    assert "# claude: 1 transcripts" in text and "# openclaw: 1 transcripts" in text
+    assert "# claude: 1 transcript (~/.claude/projects/<project>/*.jsonl)" in text
+    assert "# openclaw: 1 transcript (" in text
     assert not (ws / ".memory-ls.toml").exists()  # it enables nothing
     # Pasted into the workspace's settings, it works as printed.
     write(ws, ".memory-ls.toml", 'provider = "none"\n' + text)
@@ -263,7 +264,7 @@ def test_detect_prints_a_snippet_that_works(home: Path, tmp_path: Path) -> None:
     assert got.returncode == 0, got.stderr
     assert got.stdout.startswith("Assistant: The okapi service deploys")
     got = run_cli("get", "sessions:openclaw/main/agent/notes.jsonl", home=home, cwd=ws)
-    assert got.returncode == 2 and "not a memory file" in got.stderr
+    assert got.returncode == 2 and "not matched by its root's globs" in got.stderr
     # A missing root after the fact: a status problem, not a crash.
     shutil.rmtree(home / ".codex")
     st = run_cli("status", home=home, cwd=ws)
@@ -325,3 +326,13 @@ async def test_editor_opens_the_cited_transcript(start: Start, tmp_path: Path) -
     )
     hits = (await search(client, "capybara cron"))["results"]
     assert [h["path"] for h in hits] == [f"sessions:claude/{PROJECT}/7e1d.jsonl"]
+
+
+def test_a_root_inside_the_workspace_keeps_its_key(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    write(ws, "agent-logs/a/1.jsonl", claude_line("user", "the pangolin ledger"))
+    e = engine(ws, tmp_path, settings(SessionRoot(str(ws / "agent-logs"), globs=["[a-c]/*.jsonl"])))
+    assert e.search("pangolin").results[0].path == "sessions:agent-logs/a/1.jsonl"
+    assert e.get(str(ws / "agent-logs/a/1.jsonl")).path == "sessions:agent-logs/a/1.jsonl"
+    assert e.get(str(ws / "MEMORY.md")).path == "MEMORY.md"
+    e.close()
