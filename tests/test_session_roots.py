@@ -336,3 +336,14 @@ def test_a_root_inside_the_workspace_keeps_its_key(tmp_path: Path) -> None:
     assert e.get(str(ws / "agent-logs/a/1.jsonl")).path == "sessions:agent-logs/a/1.jsonl"
     assert e.get(str(ws / "MEMORY.md")).path == "MEMORY.md"
     e.close()
+
+
+def test_mcp_resources_list_and_read_root_transcripts(claude: MemoryEngine) -> None:
+    from memory_ls.mcp.resources import list_resources, read_resource
+
+    uris = [str(r.uri) for r in list_resources(claude)]
+    rooted = [u for u in uris if "claude" in u]
+    assert rooted == [f"memory://sessions%3Aclaude/{PROJECT}/9f2c.jsonl"]
+    assert "blue green" in read_resource(claude, rooted[0]).text
+    with pytest.raises(PathError):
+        read_resource(claude, "memory://sessions%3Aclaude/../../etc/passwd.jsonl")
