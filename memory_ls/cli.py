@@ -1,4 +1,5 @@
-"""memory-ls command line: serve | index | search | get | status | session | mcp | model."""
+"""memory-ls command line: serve | index | search | get | status | session | sessions | mcp |
+model."""
 
 from __future__ import annotations
 
@@ -164,6 +165,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
         elif st["rerankerReason"]:
             print(f"rerank      off ({st['rerankerReason']})")
+        for problem in st["rootProblems"]:
+            print(f"problem     {problem}")
         if st["needsRebuild"]:
             print("note        settings changed: the next `memory-ls index` rebuilds the index")
         return 0
@@ -277,6 +280,18 @@ def cmd_session(args: argparse.Namespace) -> int:
         return 0
 
 
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from .session_roots import detect, snippet
+
+    home = Path.home()
+    found = detect(home)
+    if not found:
+        print(f"memory-ls: no agent transcript folders under {home}", file=sys.stderr)
+        return 1
+    sys.stdout.write(snippet(found, home))
+    return 0
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
     try:
         from .mcp import TOKEN_ENV, HttpOptions, run
@@ -354,6 +369,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--source", default=None, help="where the session came from (e.g. telegram)")
     m.add_argument("--key", default=None, help="session key (default: from the transcript)")
     m.set_defaults(func=cmd_session)
+
+    s = sub.add_parser("sessions", help="agents' transcript folders outside the workspace")
+    s.add_subparsers(dest="sessions_cmd", required=True).add_parser(
+        "detect", help="print the sessions.roots TOML for the agents found here (enables nothing)"
+    )
+    s.set_defaults(func=cmd_sessions)
 
     s = sub.add_parser("mcp", help="run the MCP server for agents (stdio, or streamable HTTP)")
     s.add_argument("--workspace", "-w", default=".", help="workspace folder (default: .)")

@@ -8,13 +8,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import session_roots
+from .session_roots import PREFIX
 from .settings import Settings
 
 log = logging.getLogger(__name__)
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
 MEMORY_DIR = "memory"
-SKIP_DIRS = {"node_modules", "__pycache__"}
+SKIP_DIRS = session_roots.SKIP_DIRS
 
 
 class PathError(ValueError):
@@ -23,7 +25,8 @@ class PathError(ValueError):
 
 @dataclass(frozen=True)
 class MemoryFile:
-    path: str  # workspace-relative, forward slashes: the key everywhere in the index
+    path: str  # the key everywhere in the index: workspace-relative with forward slashes, or
+    # sessions:<root name>/<path under that root> for a transcript under sessions.roots
     abs_path: Path
     source: str  # "memory" | "sessions"
 
@@ -62,6 +65,48 @@ class Workspace:
     def __init__(self, root: Path, settings: Settings):
         self.root = root.resolve()
         self.settings = settings
+        self.roots, self.config_problems = session_roots.configured(settings)
+
+    def root_problems(self) -> list[str]:
+        """What is wrong with sessions.roots now: their configuration, then each root that is
+        missing, a file or unreadable (its transcripts are not indexed meanwhile)."""
+        now = (session_roots.problem(r) for r in self.roots.values())
+        return self.config_problems + [p for p in now if p]
+
+    def key_of(self, p: Path) -> str | None:
+        """The index key of a normalised absolute path, None outside the workspace and roots.
+        A transcript of a root inside the workspace gets the root's key."""
+        rooted = self._root_key(p)
+        if rooted is not None and rooted[1]:
+            return rooted[0]
+        try:
+            return p.relative_to(self.root).as_posix()
+        except ValueError:
+            return rooted[0] if rooted else None
+
+    def _root_key(self, p: Path) -> tuple[str, bool] | None:
+        """(key, whether it is one of the root's transcripts) of a path under a root."""
+        for r in self.roots.values():
+            for base in (r.folder, r.expanded):
+                try:
+                    sub = p.relative_to(base).as_posix()
+                except ValueError:
+                    continue
+                return r.key(sub), session_roots.matches(r, sub)
+        return None
+
+    def file_path(self, key: str) -> Path:
+        """The absolute path of an index key (one under a root, or workspace-relative)."""
+        if key.startswith(PREFIX):
+            name, _, sub = key[len(PREFIX) :].partition("/")
+            r = self.roots.get(name)
+            if r is not None:
+                return r.folder / sub
+        return self.root / key
+
+    def outside_file(self, key: str) -> Path | None:
+        """The file of a transcript under sessions.roots (for its URI), None for the others."""
+        return self.file_path(key) if key.startswith(PREFIX) else None
 
     def rel(self, p: Path) -> str:
         return p.relative_to(self.root).as_posix()
@@ -70,10 +115,7 @@ class Workspace:
         """A user-given path as a workspace path; one outside the root is returned as given."""
         p = Path(path)
         if p.is_absolute():
-            try:
-                return p.resolve().relative_to(self.root).as_posix()
-            except ValueError:
-                return str(p)
+            return self.key_of(Path(os.path.normpath(p))) or self.key_of(p.resolve()) or str(p)
         return p.as_posix().removeprefix("./")
 
     def discover(self) -> list[MemoryFile]:
@@ -122,10 +164,24 @@ class Workspace:
                 for p in sorted(self.root.glob(pattern)):
                     if p.suffix == ".jsonl" and not any(_skip_dir(x) for x in p.parts[-8:-1]):
                         add(p, "sessions")
+            for r in self.roots.values():
+                trouble = session_roots.problem(r)
+                if trouble:
+                    log.warning("%s", trouble)
+                    continue
+                for key, p in session_roots.files(r):
+                    files.setdefault(key, MemoryFile(key, p, "sessions"))
         return [files[k] for k in sorted(files)]
 
     def classify(self, rel: str) -> MemoryFile | None:
-        """The MemoryFile for a workspace-relative path if it is memory, else None."""
+        """The MemoryFile for an index key (a workspace-relative path, or a transcript
+        under sessions.roots) if it is memory, else None."""
+        if rel.startswith(PREFIX):
+            name, _, sub = rel[len(PREFIX) :].partition("/")
+            r = self.roots.get(name)
+            if r is None or not session_roots.matches(r, sub):
+                return None
+            return MemoryFile(rel, r.folder / sub, "sessions")
         if rel.startswith("/") or ".." in rel.split("/"):
             return None
         parts = rel.split("/")
@@ -153,18 +209,26 @@ class Workspace:
 
     def resolve(self, path: str | Path) -> MemoryFile:
         """A user-given path (absolute or relative) -> MemoryFile, or PathError saying why."""
-        p = Path(path)
-        if not p.is_absolute():
-            p = self.root / p
+        text = str(path)
+        if text.startswith(PREFIX):
+            name = text[len(PREFIX) :].partition("/")[0]
+            if name not in self.roots:
+                raise PathError(f"{path}: no sessions.roots entry is named {name!r}")
+            p = self.file_path(text)
+        else:
+            p = Path(path) if Path(path).is_absolute() else self.root / path
         p = Path(os.path.normpath(p))
-        try:
-            rel = p.relative_to(self.root).as_posix()
-        except ValueError:
-            raise PathError(f"{path}: outside the workspace {self.root}") from None
-        # A symlinked folder on the way would let a read escape the workspace.
+        rel = self.key_of(p)
+        if rel is None:
+            roots = " and sessions.roots" if self.roots else ""
+            raise PathError(f"{path}: outside the workspace {self.root}{roots}")
+        p = self.file_path(rel)  # under the resolved root folder
+        # A symlinked folder on the way would let a read escape the workspace (or the root).
         if any(q.is_symlink() for q in [p, *list(p.parents)[: rel.count("/")]]):
             raise PathError(f"{path}: symlinks are not memory")
         found = self.classify(rel)
+        if found is None and rel.startswith(PREFIX):
+            raise PathError(f"{path}: not a memory file (not matched by its root's globs)")
         if found is None:
             raise PathError(f"{path}: not a memory file (MEMORY.md, memory.md, memory/**/*.md)")
         return found

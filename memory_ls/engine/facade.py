@@ -188,7 +188,10 @@ class MemoryEngine:
         request's other fields as keywords (``engine.search("redis", max_results=3)``)."""
         if isinstance(request, str):
             request = SearchRequest(query=request, **fields)
-        return self.searcher.search(request)
+        resp = self.searcher.search(request)
+        for hit in resp.results:
+            hit.file = self.workspace.outside_file(hit.path)
+        return resp
 
     def read_text(self, path: str | Path) -> tuple[str, list[int] | None]:
         """The rendered text of a memory file (buffer if open) and its line map."""
@@ -209,7 +212,9 @@ class MemoryEngine:
         if (start is not None and start < 1) or (lines is not None and lines < 1):
             raise ValueError("from and lines must be positive")
         text, line_map = self.read_text(path)
-        return excerpt(self.workspace.relative(path), text, line_map, start, lines)
+        ex = excerpt(self.workspace.relative(path), text, line_map, start, lines)
+        ex.file = self.workspace.outside_file(ex.path)
+        return ex
 
     def status(self) -> dict[str, Any]:
         ix = self.indexer
@@ -250,6 +255,11 @@ class MemoryEngine:
             "openDocuments": sorted(ix.buffers),
             "lastSync": ix.last_sync.to_json() if ix.last_sync else None,
             "settingsProblems": self.problems,
+            "sessionRoots": [
+                {"name": r.name, "path": r.given, "folder": str(r.folder)}
+                for r in self.workspace.roots.values()
+            ],
+            "rootProblems": self.workspace.root_problems(),
             "store": store,
         }
 

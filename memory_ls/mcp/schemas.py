@@ -103,7 +103,7 @@ STATUS_TOOL = _tool(
     "The state of the memory index, as `memory-ls status --json` reports it: mode "
     "(hybrid, or keyword with providerReason saying why), provider {id, model, dims}, "
     "files, chunks, pendingEmbeddings (chunks still without a vector), indexPath, "
-    "lastSync, and problems (settingsProblems, fallbackReason). Call it when search "
+    "lastSync, and problems (settingsProblems, rootProblems, fallbackReason). Call it when search "
     "results look thin or to explain why search is keyword-only; it is not needed "
     "before memory_search.",
     {},

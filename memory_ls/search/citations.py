@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# A citation inside any text: a relative path ending in .md or .jsonl, then #L<start>[-L<end>].
+# A citation inside any text: a relative path ending in .md or .jsonl (or a transcript under
+# sessions.roots: sessions:<root name>/<path>), then #L<start>[-L<end>].
 CITATION_RE = re.compile(
-    r"(?P<path>(?:[\w.\-]+/)*[\w.\-]+\.(?:md|jsonl))#L(?P<start>\d+)(?:-L?(?P<end>\d+))?"
+    r"(?P<path>(?:sessions:[\w.\-]+/)?(?:[\w.\-]+/)*[\w.\-]+\.(?:md|jsonl))"
+    r"#L(?P<start>\d+)(?:-L?(?P<end>\d+))?"
 )
 
 

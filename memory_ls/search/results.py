@@ -57,10 +57,14 @@ class SearchHit:
     best_line: int | None = None  # the line best matching the query; None: start_line
     matched_terms: list[str] = field(default_factory=list)
     fused_score: float | None = None  # with a reranker: the fused score ``score`` replaced
+    file: Path | None = None  # a transcript under sessions.roots: its file, outside ``root``
+
+    def uri(self, root: Path) -> str:
+        return (self.file or root / self.path).as_uri()
 
     def to_json(self, root: Path) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "uri": (root / self.path).as_uri(),
+            "uri": self.uri(root),
             "path": self.path,
             "range": line_range(self.start_line, self.end_line),
             "startLine": self.start_line,
@@ -116,10 +120,14 @@ class Excerpt:
     to_line: int
     total_lines: int
     text: str
+    file: Path | None = None  # a transcript under sessions.roots: its file, outside ``root``
+
+    def uri(self, root: Path) -> str:
+        return (self.file or root / self.path).as_uri()
 
     def to_json(self, root: Path) -> dict[str, Any]:
         return {
-            "uri": (root / self.path).as_uri(),
+            "uri": self.uri(root),
             "path": self.path,
             "from": self.from_line,
             "to": self.to_line,

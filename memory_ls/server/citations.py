@@ -53,7 +53,7 @@ def check_citation(engine: MemoryEngine, cite: Citation, doc_dir: str | None) ->
         elif cite.end > ex.total_lines:
             out.problem = f"{cite}: lines past the end ({ex.total_lines} lines)"
         return out
-    exists = any((engine.root / p).is_file() for p in candidates)
+    exists = any(engine.workspace.file_path(p).is_file() for p in candidates)
     return CiteCheck(
         cite, problem=None if exists else f"{cite.path}: no such memory file", missing=not exists
     )
@@ -155,9 +155,7 @@ class Citations:
             return []
         checks = await self.check(uri, [s.citation for s in spans])
         return [
-            convert.citation_link(
-                lines, s, convert.file_uri(chk.root, chk.excerpt.path), self.codec
-            )
+            convert.citation_link(lines, s, chk.excerpt.uri(chk.root), self.codec)
             for s, chk in zip(spans, checks, strict=True)
             if chk.excerpt is not None and chk.root is not None
         ]

@@ -32,10 +32,6 @@ def whole_lines(start_line: int, end_line: int) -> types.Range:
     )
 
 
-def file_uri(root: Path, path: str) -> str:
-    return (root / path).as_uri()
-
-
 # -- memory/search ---------------------------------------------------------------------------
 def rank_hits(answers: Sequence[tuple[Path, SearchResponse]]) -> list[tuple[Path, SearchHit]]:
     """The hits of several workspace folders in one ranking.
@@ -92,9 +88,7 @@ def hit_symbol(root: Path, hit: SearchHit) -> types.WorkspaceSymbol:
         name=name,
         kind=types.SymbolKind.Namespace if heading else types.SymbolKind.String,
         container_name=hit.citation,
-        location=types.Location(
-            uri=file_uri(root, hit.path), range=whole_lines(hit.start_line, hit.end_line)
-        ),
+        location=types.Location(uri=hit.uri(root), range=whole_lines(hit.start_line, hit.end_line)),
     )
 
 
@@ -134,7 +128,7 @@ def span_range(
 
 
 def excerpt_location(root: Path, ex: Excerpt) -> types.Location:
-    return types.Location(uri=file_uri(root, ex.path), range=whole_lines(ex.from_line, ex.to_line))
+    return types.Location(uri=ex.uri(root), range=whole_lines(ex.from_line, ex.to_line))
 
 
 def excerpt_hover(ex: Excerpt, rng: types.Range | None) -> types.Hover:

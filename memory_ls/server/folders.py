@@ -77,7 +77,8 @@ class Folders:
         return next(iter(self._by_uri.values()), None)
 
     def locate(self, uri: str) -> tuple[Folder, str] | None:
-        """(folder, workspace-relative path) of a file URI, innermost folder first."""
+        """(folder, index key: workspace-relative path, or sessions:<root>/... for a transcript
+        under sessions.roots) of a file URI, innermost folder first."""
         if uri in self._uri_cache:
             return self._uri_cache[uri]
         fs = to_fs_path(uri) if uri.startswith("file:") else None
@@ -99,6 +100,10 @@ class Folders:
                     best = (folder, rel)
             if best:
                 return best
+        for folder in self._by_uri.values():  # a transcript under one folder's sessions.roots
+            key = folder.workspace.key_of(path)
+            if key is not None:
+                return folder, key
         return None
 
     def select(self, ref: str | None) -> list[Folder]:

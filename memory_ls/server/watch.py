@@ -5,7 +5,8 @@ The globs are what the server registers with the client (``workspace/didChangeWa
 The watchdog fallback watches only the folders that can hold memory (the root itself, not
 recursively, plus ``memory/``, extra paths and transcript folders), never the whole tree: a
 recursive watch of a big repository costs one inotify watch per folder, ``node_modules``
-included.
+included. The folders of ``sessions.roots`` are watched too (recursively, each one named by the
+user).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
+from .. import session_roots
 from ..settings import Settings
 from ..workspace import MEMORY_DIR
 
@@ -71,6 +73,7 @@ def watch_dirs(root: Path, settings: Settings) -> list[tuple[Path, bool]]:
     if "sessions" in settings.sources:
         for g in settings.sessions.globs:
             dirs.append((root / _static_prefix(g.removeprefix("./")), True))
+    dirs += [(r.folder, True) for r in session_roots.configured(settings)[0].values()]
     seen: dict[Path, bool] = {}
     for d, rec in dirs:
         seen[d] = seen.get(d, False) or rec
@@ -214,6 +217,15 @@ class Watching:
                     else f"**/{glob}"
                 )
                 watchers.append(types.FileSystemWatcher(glob_pattern=pattern))
+            if relative:  # sessions.roots lie outside the folder: only a base URI reaches them
+                for r in folder.workspace.roots.values():
+                    base = r.folder.as_uri()
+                    watchers += [
+                        types.FileSystemWatcher(
+                            glob_pattern=types.RelativePattern(base_uri=base, pattern=g)
+                        )
+                        for g in r.globs
+                    ]
         try:
             if self.mode == "client":  # the globs changed: replace the registration
                 await self.ls.client_unregister_capability_async(

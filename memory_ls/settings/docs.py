@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, get_origin
+from typing import Any, get_args, get_origin
 
 from .loading import bounds_text, list_text
 from .schema import Settings
@@ -41,7 +41,10 @@ def allowed(hint: Any, spec: Spec) -> str:
         return ", ".join(_ticked(spec.choices))
     if get_origin(hint) is list and spec.choices:
         return list_text(replace(spec, choices=_ticked(spec.choices)))
-    if get_origin(hint) is list:  # every list setting is a list of strings
+    if get_origin(hint) is list:
+        (item,) = get_args(hint)
+        if is_dataclass(item):  # a list of tables, e.g. sessions.roots
+            return "list of tables `{" + ", ".join(f.name for f in fields(item)) + "}`"
         return "list of strings"
     if get_origin(hint) is dict:
         return "table of strings"

@@ -55,6 +55,14 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
         if not isinstance(value, list):
             raise ValueError(f"{where}: expected a list, got {value!r}")
         return [_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):  # a table of settings
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: expected a table, got {value!r}")
+        table = hint()
+        problems = apply(table, value, f"{where}.")
+        if problems:
+            raise ValueError("; ".join(p.removesuffix("; ignored") for p in problems))
+        return table
     if origin is dict:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             raise ValueError(f"{where}: expected a table of strings, got {value!r}")
@@ -145,7 +153,19 @@ def _check_together(s: Settings) -> list[str]:
             "query.hybrid.vectorWeight and textWeight must not both be 0; "
             f"using {hy.vector_weight} and {hy.text_weight}"
         )
+    roots = s.sessions.roots
+    if any(not r.path for r in roots):
+        s.sessions.roots = [r for r in roots if r.path]
+        problems.append("sessions.roots: an entry without a path; ignored")
     return problems
+
+
+def _plain(v: Any) -> Any:
+    if dataclasses.is_dataclass(v):
+        return to_dict(v)
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return copy.deepcopy(v)
 
 
 def to_dict(s: Any) -> dict[str, Any]:
@@ -153,7 +173,7 @@ def to_dict(s: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(s):
         v = getattr(s, f.name)
-        out[camel(f.name)] = to_dict(v) if dataclasses.is_dataclass(v) else copy.deepcopy(v)
+        out[camel(f.name)] = _plain(v)
     return out
 
 

@@ -216,11 +216,32 @@ class SyncSettings:
 
 
 @dataclass
+class SessionRoot:
+    """A folder of agent transcripts outside the workspace, opted in by name."""
+
+    path: str = setting("", "The folder: absolute or starting with `~`.")
+    globs: list[str] = setting(["**/*.jsonl"], "Transcripts under it, relative to it.")
+    name: str = setting(
+        "",
+        "Its citation prefix `sessions:<name>/` (empty: `claude`, `codex` or `openclaw` for "
+        "those agents' folders, else the folder's name).",
+    )
+
+
+@dataclass
 class SessionsSettings:
     globs: list[str] = setting(
         [],
         "Glob patterns, relative to the workspace folder, of JSONL agent transcripts to index "
         "when `sources` includes `sessions`.",
+    )
+    roots: list[SessionRoot] = setting(
+        [],
+        "Folders of agent transcripts outside the workspace, read when `sources` includes "
+        "`sessions`: tables `{path, globs, name}` (`path` absolute or `~`; `globs` default "
+        '`["**/*.jsonl"]`). Their files are cited as `sessions:<name>/<path>#L3-L9`; nothing '
+        "else outside the workspace is read, and symlinks below a root never are. "
+        "`memory-ls sessions detect` prints them for the agents found on this machine.",
     )
     retention_days: int = setting(
         0,

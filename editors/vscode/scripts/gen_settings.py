@@ -23,8 +23,9 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import is_dataclass
 from pathlib import Path
-from typing import Any, get_origin
+from typing import Any, get_args, get_origin
 
 HERE = Path(__file__).resolve().parent
 PACKAGE_JSON = HERE.parent / "package.json"
@@ -111,6 +112,15 @@ def schema_for(leaf: S.Leaf) -> dict[str, Any]:
         entry = {"type": "string"}
         if spec.choices:
             entry["enum"] = list(spec.choices)
+    elif get_origin(hint) is list and is_dataclass(get_args(hint)[0]):  # a list of tables
+        props = {
+            sub.key: {**schema_for(sub), "markdownDescription": sub.spec.description}
+            for sub in S.leaves(get_args(hint)[0])
+        }
+        entry = {
+            "type": "array",
+            "items": {"type": "object", "properties": props, "additionalProperties": False},
+        }
     elif get_origin(hint) is list:
         items: dict[str, Any] = {"type": "string"}
         if spec.choices:

@@ -113,6 +113,8 @@ export interface FolderStatus {
   openDocuments?: string[];
   lastSync?: SyncInfo | null;
   settingsProblems?: string[];
+  /** sessions.roots that are misconfigured, missing, a file or unreadable. */
+  rootProblems?: string[];
   /** A sync is running now. */
   syncing?: boolean;
   /** Buffer edits not indexed yet. */

@@ -229,6 +229,7 @@ function folderSection(f: FolderStatus, heading: boolean): string[] {
   }
   const lists: [string, string[] | undefined][] = [
     ['Settings problems', f.settingsProblems],
+    ['Transcript folders (sessions.roots)', f.rootProblems],
     ['Skipped in the last sync', f.lastSync?.skipped],
     ['Open (unsaved) documents indexed from the editor', f.openDocuments],
   ];
