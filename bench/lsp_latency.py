@@ -3,6 +3,7 @@
     python bench/lsp_latency.py                 # 10,000 files
     python bench/lsp_latency.py --files 2000    # smaller
     python bench/lsp_latency.py --provider local --model-path model.gguf   # hybrid
+    python bench/lsp_latency.py --files 300 --query-words 8-16 --provider local --model-path m.gguf
 
 Measures: server start to first answered search (and to the first search answered from a
 complete index), the initial sync, the time from a ``didChange`` to the first ``memory/search``
@@ -190,10 +191,15 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     out["rss_after_sync_kb"] = rss_kb(pid)[0]
 
     rng = random.Random(11)
+    lo, _, hi = args.query_words.partition("-")
     queries = [
-        " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3))) for _ in range(args.queries)
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(int(lo), int(hi or lo))))
+        for _ in range(args.queries + 10)
     ]
-    for q in queries[:10]:  # warm the caches
+    # Warm the caches with queries that are not measured: the server remembers query vectors,
+    # so a measured query repeats an earlier one only as often as the generator repeats it.
+    warm, queries = queries[:10], queries[10:]
+    for q in warm:
         await req("memory/search", {"query": q})
 
     search_ms = []
@@ -274,6 +280,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         debounce_ms.append((time.perf_counter() - t0) * 1000)
 
     out["rss_end_kb"], out["rss_peak_kb"] = rss_kb(pid)
+    out["query_words"] = args.query_words
+    out["distinct_queries"] = len(set(queries))
     out["search"] = search_ms
     out["symbol"] = symbol_ms
     out["edit"] = edit_ms
@@ -295,6 +303,11 @@ def table(r: dict[str, Any]) -> str:
 
     rows = [
         ("workspace", f"{r['files']} files, {r['chunks']} chunks, {r['mode']} search", ""),
+        (
+            "queries",
+            f"{len(r['search'])} of {r['query_words']} words, {r['distinct_queries']} distinct",
+            "",
+        ),
         (
             "initial sync, keyword phase (lastSync.durationMs)",
             f"{r['initial_sync_ms'] or 0:.0f} ms",
@@ -330,6 +343,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, default=10_000, help="files to generate (10000)")
     ap.add_argument("--workspace", help="reuse this workspace instead of generating one")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument(
+        "--query-words",
+        default="1-3",
+        help="words per query, MIN-MAX (1-3; 8-16 is closer to questions in plain language)",
+    )
     ap.add_argument("--edits", type=int, default=50)
     ap.add_argument("--edit-gap-ms", type=int, default=20)
     ap.add_argument("--provider", default="none", help="embedding provider (none: keyword)")

@@ -76,3 +76,29 @@ def test_backfill_through_the_openai_batch_api(ws: Path, tmp_path: Path):
         assert stub.count("/v1/embeddings") == 0  # nothing went through the synchronous endpoint
         assert e.search("token bucket Redis").mode == "hybrid"
         e.close()
+
+
+def test_a_repeated_query_is_embedded_once(ws: Path, tmp_path: Path):
+    """Query vectors are remembered per provider and text: asking again skips the endpoint
+    and answers exactly as the first time."""
+    with StubServer(api_key="sk-fallback-test-secret", dims=16) as stub:
+        e = MemoryEngine(ws, remote_settings(stub), index_path=tmp_path / "i.sqlite")
+        e.sync()
+
+        def asked(text: str) -> int:
+            bodies = [r.body for r in stub.requests if r.path.endswith("/embeddings")]
+            return sum(1 for b in bodies if b and b.get("input") in (text, [text]))
+
+        first = e.search("token bucket Redis")
+        again = e.search("token bucket Redis")
+        assert first.mode == again.mode == "hybrid"
+        assert [(h.citation, h.score) for h in again.results] == [
+            (h.citation, h.score) for h in first.results
+        ]
+        assert asked("token bucket Redis") == 1
+        cached = e.policy.cached_vector("token bucket Redis")
+        assert cached is not None and not cached.flags.writeable  # shared, so read-only
+        assert e.policy.cached_vector("dark mode") is None
+        e.search("dark mode")
+        assert asked("dark mode") == 1
+        e.close()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import threading
 from pathlib import Path
 
 from pygls.workspace.position_codec import PositionCodec
 
 from memory_ls.search.results import SearchHit, SearchResponse
 from memory_ls.server import convert
+from memory_ls.server.stdio import READ_SIZE, MessageReader
 from memory_ls.server.watch import memory_globs, watch_dirs
 from memory_ls.settings import Settings
 
@@ -73,3 +77,48 @@ def test_watch_globs_and_dirs(tmp_path: Path) -> None:
     dirs = dict(watch_dirs(tmp_path, s))
     assert dirs[tmp_path] is False and dirs[tmp_path / "memory"] is True
     assert dirs[tmp_path / "docs/notes"] is True and dirs[tmp_path / "agents"] is True
+
+
+async def test_stdin_reader_hands_over_whole_messages() -> None:
+    """Over a real pipe, written in uneven pieces: the headers line by line, the body whole
+    (one body larger than a read), a message with an extra header, then the end of input."""
+    big = b'{"x": "' + b"a" * (3 * READ_SIZE) + b'"}'
+    small = b'{"jsonrpc": "2.0"}'
+    stream = (
+        b"Content-Length: %d\r\n\r\n" % len(big)
+        + big
+        + b"Content-Length: %d\r\nContent-Type: application/json\r\n\r\n" % len(small)
+        + small
+    )
+    r, w = os.pipe()
+
+    def write() -> None:
+        for i in range(0, len(stream), 1000):
+            os.write(w, stream[i : i + 1000])
+        os.close(w)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    reader = MessageReader(r, asyncio.get_running_loop())
+    got = [
+        await reader.readline(),
+        await reader.readline(),
+        await reader.readexactly(len(big)),
+        await reader.readline(),
+        await reader.readline(),
+        await reader.readline(),
+        await reader.readexactly(len(small)),
+        await reader.readline(),
+    ]
+    writer.join()
+    os.close(r)
+    assert got == [
+        b"Content-Length: %d\r\n" % len(big),
+        b"\r\n",
+        big,
+        b"Content-Length: %d\r\n" % len(small),
+        b"Content-Type: application/json\r\n",
+        b"\r\n",
+        small,
+        b"",
+    ]

@@ -35,6 +35,7 @@ from .. import __version__, params
 from ..params import ParamError
 from . import protocol
 from .service import MemoryService
+from .stdio import serve_stdio
 
 log = logging.getLogger("memory_ls")
 
@@ -339,6 +340,6 @@ def run_server(tcp: str | None = None) -> int:
         server.start_tcp(host or "127.0.0.1", int(port))
         server.shutdown()  # pygls skips it when `exit` ends the connection
     else:
-        server.start_io()
+        serve_stdio(server)
     # The LSP exit code: 0 after `shutdown`, 1 otherwise (pygls swallows its SystemExit).
     return 0 if server.shutdown_requested else 1
