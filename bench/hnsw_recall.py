@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, log, md_table  # noqa: E402
+from common import log, md_table, postgres  # noqa: E402
 from perf import DIMS, Corpus, RandomProjectionProvider  # noqa: E402
+
+from memory_ls.index.postgres.migrations import vector_type_for  # noqa: E402
 
 K = 10
 EF = (100, 200, 400, 800)
@@ -158,23 +158,12 @@ def main() -> int:
     args = ap.parse_args()
     import psycopg
 
-    url = os.environ.get("MEMORY_LS_PG_URL")
-    scratch = None
-    if not url:
-        scratch = tempfile.mkdtemp(prefix="memory-ls-hnsw-")
-        script = str(REPO / "tests" / "pg_server.sh")
-        url = subprocess.run(
-            ["bash", script, "up", scratch, sys.executable],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    try:
+    with postgres(os.environ.get("MEMORY_LS_PG_URL", "")) as url:
         with psycopg.connect(url) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             ver = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             extversion = str(ver.fetchone()[0])
-            vt = "halfvec" if tuple(map(int, extversion.split(".")[:2])) >= (0, 7) else "vector"
+            vt = vector_type_for(extversion)
             conn.commit()
             rows: list[dict] = []
             for name in args.sets.split(","):
@@ -185,9 +174,6 @@ def main() -> int:
         print(f"\npgvector {extversion}, {vt}, {args.n} vectors, {args.queries} queries\n")
         header = list(rows[0])
         print(md_table(header, [[r[h] for h in header] for r in rows]))
-    finally:
-        if scratch:
-            subprocess.run(["bash", str(REPO / "tests" / "pg_server.sh"), "rm", scratch])
     return 0
 
 

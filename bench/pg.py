@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,10 +28,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, env_isolate, log, md_table  # noqa: E402
+from common import env_isolate, log, md_table, postgres  # noqa: E402
 from perf import Corpus, RandomProjectionProvider, lat  # noqa: E402
-
-SCRIPT = REPO / "tests" / "pg_server.sh"
 
 
 def latencies(engine: Any, queries: list[str], mode: str, clients: int) -> dict[str, float]:
@@ -197,21 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tmp", default=None, help="where the workspace is generated")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    server = None
-    url = args.url
-    if not url:
-        server = tempfile.mkdtemp(prefix="memory-ls-pgbench-server-", dir="/tmp")
-        url = subprocess.run(
-            ["bash", str(SCRIPT), "up", server, sys.executable],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    try:
+    with postgres(args.url) as url:
         res = run(args, url)
-    finally:
-        if server:
-            subprocess.run(["bash", str(SCRIPT), "rm", server])
     print(report(res))
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2))

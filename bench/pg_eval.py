@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -23,10 +22,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, env_isolate, log, md_table  # noqa: E402
+from common import REPO, env_isolate, log, md_table, postgres  # noqa: E402
 from eval import MAX_RESULTS, aggregate, find_sets, load_set, materialise, score_query  # noqa: E402
-
-SCRIPT = REPO / "tests" / "pg_server.sh"
 
 
 def run_backend(es: Any, root: Path, backend: str, url: str) -> dict[str, Any]:
@@ -61,40 +58,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="queries per set (default: all)")
     ap.add_argument("--url", default=os.environ.get("MEMORY_LS_PG_URL", ""))
     args = ap.parse_args(argv)
-    server, url = None, args.url
-    if not url:
-        server = tempfile.mkdtemp(prefix="memory-ls-pgeval-server-", dir="/tmp")
-        url = subprocess.run(
-            ["bash", str(SCRIPT), "up", server, sys.executable],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
     table = []
-    try:
-        with tempfile.TemporaryDirectory(prefix="memory-ls-pgeval-") as name:
-            tmp = Path(name)
-            env_isolate(tmp)
-            wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
-            for folder in find_sets(args.eval_dir.resolve(), wanted):
-                es = load_set(folder, args.limit or None)
-                root = tmp / es.name
-                for ws, files in es.corpus.items():
-                    materialise(files, root / "ws" / ws)
-                res = {b: run_backend(es, root, b, url) for b in ("sqlite", "postgres")}
-                a, b = res["sqlite"], res["postgres"]
-                log(f"{es.name}: nDCG@10 sqlite {a['nDCG@10']:.3f}, postgres {b['nDCG@10']:.3f}")
-                table.append(
-                    [
-                        f"{es.name} ({a['queries']})",
-                        *(f"{a[m]:.3f} / {b[m]:.3f}" for m in ("R@5", "MRR@10", "nDCG@10")),
-                        f"{b['nDCG@10'] - a['nDCG@10']:+.3f}",
-                        f"{a['p50_ms']:.1f} / {b['p50_ms']:.1f}",
-                    ]
-                )
-    finally:
-        if server:
-            subprocess.run(["bash", str(SCRIPT), "rm", server])
+    with (
+        postgres(args.url) as url,
+        tempfile.TemporaryDirectory(prefix="memory-ls-pgeval-") as name,
+    ):
+        tmp = Path(name)
+        env_isolate(tmp)
+        wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
+        for folder in find_sets(args.eval_dir.resolve(), wanted):
+            es = load_set(folder, args.limit or None)
+            root = tmp / es.name
+            for ws, files in es.corpus.items():
+                materialise(files, root / "ws" / ws)
+            res = {b: run_backend(es, root, b, url) for b in ("sqlite", "postgres")}
+            a, b = res["sqlite"], res["postgres"]
+            log(f"{es.name}: nDCG@10 sqlite {a['nDCG@10']:.3f}, postgres {b['nDCG@10']:.3f}")
+            table.append(
+                [
+                    f"{es.name} ({a['queries']})",
+                    *(f"{a[m]:.3f} / {b[m]:.3f}" for m in ("R@5", "MRR@10", "nDCG@10")),
+                    f"{b['nDCG@10'] - a['nDCG@10']:+.3f}",
+                    f"{a['p50_ms']:.1f} / {b['p50_ms']:.1f}",
+                ]
+            )
     header = ["set", "R@5 sqlite / pg", "MRR@10", "nDCG@10", "nDCG diff", "p50 ms"]
     print(md_table(header, table))
     return 0
