@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +21,7 @@ from ..settings import Settings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
 from .models import GGUF_MAGIC, pulled_model, read_magic
 from .profile import ModelProfile, profile_from_metadata, tokenizer_hazard
+from .threads import BatchThreads, default_threads
 
 log = logging.getLogger(__name__)
 
@@ -102,21 +103,6 @@ def file_fingerprint(path: Path) -> str:
     return h.hexdigest()
 
 
-def default_threads() -> int:
-    """All usable cores but one, at most 8.
-
-    ggml's worker threads spin at barriers, so when another process holds a core a job that
-    asked for every core runs slower than with one thread fewer (measured on 2 cores: 2 threads
-    under load gave 1.6 chunks/s and 50 ms queries, 1 thread 3.2 chunks/s and 5 ms). Keeping a
-    core free also keeps the editor responsive while vectors fill in the background.
-    """
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores - 1, 8))
-
-
 class _TurnLock:
     """A mutex that lets waiting queries in before waiting document batches.
 
@@ -157,8 +143,12 @@ class LocalProvider:
         self.model = path.stem
         self._turns = _TurnLock()
         self._batch_size = max(1, settings.local.batch_size)
-        threads = settings.local.threads or default_threads()
-        self._llm: Any = _load(llama_cpp, path, settings.local.context_size, threads)
+        fixed = settings.local.threads
+        self._query_threads = fixed or default_threads()
+        self._batch_threads = BatchThreads((fixed,)) if fixed else BatchThreads.auto()
+        self._threads = self._query_threads
+        self._set_threads = llama_cpp.llama_set_n_threads
+        self._llm: Any = _load(llama_cpp, path, settings.local.context_size, self._threads)
         self.dims = int(self._llm.n_embd())
         self.profile: ModelProfile = profile_from_metadata(self._llm.metadata)
         self._special_ids = set(self._tokens(""))
@@ -179,7 +169,8 @@ class LocalProvider:
     def embed_query(self, text: str) -> np.ndarray:
         text = self.profile.query_prefix + self.profile.prepare(text)
         with self._turns.turn(query=True):
-            vectors, _ = self._embed_group([text], 0)
+            self._use_threads(self._query_threads)
+            vectors, _, _ = self._embed_group([text], 0)
         return vectors[0]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -201,7 +192,10 @@ class LocalProvider:
         while done < len(pieces):
             # One llama.cpp batch per turn, so a query waits for one batch (~0.2 s), not all.
             with self._turns.turn(query=False):
-                vectors, used = self._embed_group(pieces, done)
+                threads = self._use_threads(self._batch_threads.choose())
+                began = time.perf_counter()
+                vectors, used, tokens = self._embed_group(pieces, done)
+                self._batch_threads.record(threads, tokens, time.perf_counter() - began)
             parts.append(vectors)
             done += used
         flat = np.concatenate(parts)
@@ -238,8 +232,16 @@ class LocalProvider:
             pieces.append("\n".join(buf))
         return [p for p in pieces if p.strip()] or [text[:1000]]
 
-    def _embed_group(self, texts: Sequence[str], start: int) -> tuple[np.ndarray, int]:
-        """Embed texts from ``start`` on, as many as fit one llama.cpp batch (at least one).
+    def _use_threads(self, threads: int) -> int:
+        """Give the context ``threads`` threads (the caller holds a turn); return the count."""
+        if threads != self._threads and self._llm is not None:
+            self._set_threads(self._llm.ctx, threads, threads)
+            self._threads = threads
+        return threads
+
+    def _embed_group(self, texts: Sequence[str], start: int) -> tuple[np.ndarray, int, int]:
+        """Embed texts from ``start`` on, as many as fit one llama.cpp batch (at least one);
+        return their vectors, how many texts and how many tokens.
 
         The caller holds a turn."""
         llm = self._llm
@@ -258,7 +260,7 @@ class LocalProvider:
         except (RuntimeError, ValueError) as exc:
             raise EmbeddingError(f"local: embedding failed: {exc}") from exc
         vectors = check_vectors(PROVIDER_ID, np.asarray(raw, np.float32), len(group), self.dims)
-        return vectors, len(group)
+        return vectors, len(group), tokens
 
     def unknown_ratio(self, text: str) -> float:
         """Share of the text's tokens the vocabulary does not know ([UNK]).
@@ -364,6 +366,9 @@ def _open(llama_cpp: Any, path: Path, n_ctx: int, threads: int, pooling: int) ->
             n_ubatch=n_ctx,
             n_threads=threads,
             n_threads_batch=threads,
+            # Flash attention: the same vectors (cosine 0.99999) 2.4x (MiniLM) to 2.9x (E5) as
+            # fast on CPU, and a batch of several texts no longer costs more than one by one.
+            flash_attn=True,
             pooling_type=pooling,
             verbose=False,
         )

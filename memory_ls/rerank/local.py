@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..embeddings.local import default_threads
 from ..embeddings.models import GGUF_MAGIC, read_magic
 from ..embeddings.remote import ProviderStats
+from ..embeddings.threads import default_threads
 from ..settings import Settings
 from .base import MAX_DOCUMENT_CHARS, RerankError, RerankUnavailable
 

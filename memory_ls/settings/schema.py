@@ -61,8 +61,9 @@ class LocalSettings:
     )
     threads: int = setting(
         0,
-        "llama.cpp threads. 0: all usable cores but one (at least 1, at most 8), as a job that "
-        "asks for every core slows down as soon as another process holds one.",
+        "llama.cpp threads. 0: queries use all usable cores but one (at least 1, at most 8); "
+        "indexing batches measure that and all cores and keep the faster (all cores on an idle "
+        "machine, one fewer as soon as another process holds a core).",
         minimum=0,
     )
     batch_size: int = setting(32, "Texts embedded per llama.cpp call while indexing.", minimum=0)

@@ -1,0 +1,131 @@
+"""Local embedding throughput of two code trees side by side: chunks/s and query latency.
+
+    python bench/embed_speed.py --baseline REV [--model PATH] [--chunks 48] [--rounds 3] [--busy]
+
+The baseline revision is checked out with `git worktree` into a scratch folder; each round runs
+one child process per tree (alternating, so both see the same machine), which opens the model
+with the shipped settings and embeds the same chunks: SciFact passages (../shared/eval) cut to
+about 400 tokens, the size memory-ls chunks to. `--busy` keeps one core busy with a spinning
+process for the whole run, as a compiler or a browser would. Prints the median and range per tree
+and the ratio of medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import REPO, find_default_model, md_table
+
+SCIFACT = REPO.parent / "shared" / "eval" / "scifact-train" / "corpus.jsonl"
+CHUNK_CHARS = 1800  # ~400 all-MiniLM-L6-v2 tokens of SciFact's English
+QUERY = "does vitamin d supplementation improve bone density in older adults"
+
+CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from memory_ls.settings import Settings
+from memory_ls.embeddings.local import open_local
+texts = json.loads(Path(sys.argv[3]).read_text())
+provider = open_local(Path(sys.argv[2]), Settings())
+tokens = sum(provider.count_tokens(t) for t in texts)
+provider.embed_documents(texts[:2])
+began = time.perf_counter()
+provider.embed_documents(texts)
+seconds = time.perf_counter() - began
+queries = []
+for _ in range(30):
+    t0 = time.perf_counter()
+    provider.embed_query(sys.argv[4])
+    queries.append((time.perf_counter() - t0) * 1000)
+queries.sort()
+print(json.dumps({"chunks_s": len(texts) / seconds, "tokens": tokens / len(texts),
+                  "query_ms": queries[len(queries) // 2]}))
+"""
+
+
+def chunks(n: int) -> list[str]:
+    out = []
+    with SCIFACT.open(encoding="utf-8") as fh:
+        for line in fh:
+            doc = json.loads(line)
+            text = f"{doc.get('title', '')}\n{doc['text']}"
+            if len(text) >= CHUNK_CHARS:
+                out.append(text[:CHUNK_CHARS])
+            if len(out) == n:
+                break
+    return out
+
+
+def run_child(tree: Path, model: Path, texts_file: Path) -> dict[str, float]:
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tree), str(model), str(texts_file), QUERY],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--baseline", required=True, help="git revision to compare against")
+    ap.add_argument("--model", type=Path, default=None, help="GGUF model (default: the pulled one)")
+    ap.add_argument("--chunks", type=int, default=48)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--busy", action="store_true", help="keep one core busy meanwhile")
+    args = ap.parse_args()
+    model = args.model or find_default_model()
+    if model is None:
+        sys.exit("no model: pass --model PATH or run `memory-ls model pull`")
+    with tempfile.TemporaryDirectory(prefix="embed-speed-") as tmp:
+        base = Path(tmp) / "baseline"
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(base), args.baseline],
+            check=True,
+        )
+        busy = None
+        try:
+            texts_file = Path(tmp) / "texts.json"
+            texts_file.write_text(json.dumps(chunks(args.chunks)))
+            if args.busy:
+                busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                time.sleep(0.5)
+            trees = {f"baseline {args.baseline}": base, "this tree": REPO}
+            runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+            for r in range(args.rounds):
+                for name, tree in trees.items():
+                    runs[name].append(run_child(tree, model, texts_file))
+                    print(f"round {r + 1} {name}: {runs[name][-1]}", file=sys.stderr)
+        finally:
+            if busy is not None:
+                busy.kill()
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)])
+    rows = []
+    for name, got in runs.items():
+        rate = [g["chunks_s"] for g in got]
+        query = [g["query_ms"] for g in got]
+        rows.append(
+            [
+                name,
+                f"{statistics.median(rate):.1f} ({min(rate):.1f}-{max(rate):.1f})",
+                f"{statistics.median(query):.1f} ({min(query):.1f}-{max(query):.1f})",
+                f"{got[0]['tokens']:.0f}",
+            ]
+        )
+    print(f"model {model.name}, {args.chunks} chunks, {args.rounds} rounds, busy core: {args.busy}")
+    header = ["code", "chunks/s median (range)", "query ms p50 (range)", "tokens/chunk"]
+    print(md_table(header, rows))
+    medians = [statistics.median(g["chunks_s"] for g in got) for got in runs.values()]
+    print(f"\nthroughput ratio (this tree / baseline): {medians[1] / medians[0]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
