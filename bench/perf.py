@@ -261,6 +261,22 @@ def checkpoint_size(engine: Any) -> float:
     return file_size_mb(engine.index_path)
 
 
+def table_sizes(engine: Any) -> dict[str, float]:
+    """MB per table and index (its own pages, from SQLite's dbstat), largest first; FTS5 and
+    sqlite-vec shadow tables are grouped under their virtual table."""
+    with engine.indexer.lock:
+        rows = engine.indexer.writer.conn.execute(
+            "SELECT name, sum(pgsize) FROM dbstat GROUP BY name"
+        ).fetchall()
+    out: dict[str, float] = {}
+    for name, size in rows:
+        group = re.sub(
+            r"_(data|idx|content|docsize|config|rowids|chunks|info|vector_chunks00)$", "", name
+        )
+        out[group] = out.get(group, 0.0) + size / (1024 * 1024)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def edited(text: str, n: int) -> str:
     """The text with one body line changed (the n-th candidate line, a few words appended)."""
     lines = text.split("\n")
@@ -394,6 +410,7 @@ def worker(args: argparse.Namespace, n_files: int) -> dict[str, Any]:
             vec.embed_pending()
             res["knn"] = knn_compare(vec, rp, queries)
             res["dbVectorMB"] = checkpoint_size(vec)
+            res["dbVectorTablesMB"] = table_sizes(vec)
             vec.close()
             res["rssAfterVectorsMB"] = peak_rss_mb()
 

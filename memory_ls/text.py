@@ -12,7 +12,10 @@ of them.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from functools import cache
+from pathlib import Path
 
 # Han, Hiragana, Katakana, Hangul (syllables, jamo, compatibility jamo), half-width Katakana.
 CJK_RANGES = (
@@ -36,3 +39,10 @@ def fts_text(text: str) -> str:
     if not CJK_RUN.search(text):
         return text
     return CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", text)
+
+
+@cache
+def rules_stamp() -> str:
+    """Changes whenever these rules might: an FTS5 index written under other rules is rebuilt
+    (a contentless FTS5 row is deleted by re-deriving its tokens, which must match)."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]

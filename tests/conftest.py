@@ -58,3 +58,29 @@ def ws(tmp_path: Path) -> Path:
     )
     write(root, "README.md", "Not memory: rate limiting appears here too.\n")
     return root
+
+
+def fts_leaks(index: Path, secrets: list[str]) -> list[str]:
+    """The secrets whose distinctive tokens (8+ characters, as the index's own FTS5 tokenizer
+    splits them) are in the index's FTS5 vocabulary. The FTS5 table is contentless, so its
+    vocabulary is all of the text it keeps."""
+    from memory_ls.index.schema import FTS_TOKENIZER, connect
+
+    conn, _ = connect(index, vec=False)
+    try:
+        conn.executescript(
+            f"CREATE VIRTUAL TABLE temp.probe USING fts5(w, tokenize = '{FTS_TOKENIZER}');"
+            "CREATE VIRTUAL TABLE temp.probe_terms USING fts5vocab('temp', 'probe', 'instance');"
+            "CREATE VIRTUAL TABLE temp.index_terms USING fts5vocab('main', 'chunks_fts', 'row');"
+        )
+        terms = {t for (t,) in conn.execute("SELECT term FROM temp.index_terms")}
+        leaks = []
+        for s in secrets:
+            conn.execute("DELETE FROM temp.probe")
+            conn.execute("INSERT INTO temp.probe(w) VALUES (?)", (s,))
+            mine = {t for (t,) in conn.execute("SELECT term FROM temp.probe_terms")}
+            if any(len(t) >= 8 and t in terms for t in mine):
+                leaks.append(s)
+        return leaks
+    finally:
+        conn.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write
+from conftest import fts_leaks, write
 from test_redact import PRIVATE_KEY, SECRETS
 
 from memory_ls.chunking import ChunkLimits, chunk_text
@@ -105,7 +105,8 @@ def rows(engine: MemoryEngine, path: str = PATH) -> list[tuple]:
     """(id, start, end, text, embedding) of a file's chunks, in order."""
     return sql(
         engine.index_path,
-        "SELECT id, start_line, end_line, text, embedding FROM chunks WHERE path = ? ORDER BY id",
+        "SELECT c.id, c.start_line, c.end_line, c.text, v.embedding FROM chunks c "
+        "LEFT JOIN chunk_vectors v ON v.id = c.id WHERE c.path = ? ORDER BY c.id",
         path,
     )
 
@@ -401,12 +402,12 @@ def test_secrets_in_the_tail_are_redacted(ws: Path, tmp_path: Path):
         assert engine.sync("watch").appended == 1
         idx = engine.index_path
         stored = "\n".join(r[0] for r in sql(idx, "SELECT text FROM chunks"))
-        stored += "\n".join(r[0] for r in sql(idx, "SELECT body FROM chunks_fts"))
         stored += "\n".join(r[0] or "" for r in sql(idx, "SELECT tail FROM files"))
         got = engine.get(PATH).text
         assert "zebra 3" in stored and "[REDACTED:" in stored and "[REDACTED:" in got
         for _, s in SECRETS:
             assert s not in stored and s not in got
+        assert fts_leaks(idx, [s for _, s in SECRETS]) == []
         assert "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun" not in stored
         assert_same_as_whole(engine, file)
     finally:

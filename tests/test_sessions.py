@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write
+from conftest import fts_leaks, write
 from test_redact import PRIVATE_KEY, SECRETS
 
 from memory_ls.engine import MemoryEngine
@@ -304,7 +304,7 @@ def test_no_secret_reaches_index_snippets_get_or_logs(
     )
     records.append(msg("toolResult", [{"type": "text", "text": SECRETS[1][1]}]))
     records.append('{"type": "message", "message": {"content": "' + SECRETS[2][1])  # broken line
-    records.append(msg("user", "zebra last"))
+    records.append(msg("user", "zebra last, marker quokkaquokka77"))
     write(ws, "sessions/secrets.jsonl", jsonl(*records))
     secrets = [s for _, s in SECRETS] + [
         "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"
@@ -323,19 +323,20 @@ def test_no_secret_reaches_index_snippets_get_or_logs(
         assert resp.results and "[REDACTED:" in got and "zebra last" in got
         with sqlite3.connect(engine.index_path) as db:
             stored = "\n".join(r[0] for r in db.execute("SELECT text FROM chunks"))
-            fts = "\n".join(r[0] for r in db.execute("SELECT body FROM chunks_fts"))
         assert "zebra note 3" in stored
         snippets = "\n".join(h.snippet for h in resp.results)
         for s in secrets:
             for where, text in [
                 ("chunks", stored),
-                ("chunks_fts", fts),
                 ("snippets", snippets),
                 ("get", got),
                 ("citations", "\n".join(cited)),
                 ("logs", caplog.text),
             ]:
                 assert s not in text, f"a secret survived into {where}"
+        # The FTS5 index keeps no text, only tokens: none of a secret's (the control word's are).
+        assert fts_leaks(engine.index_path, secrets) == []
+        assert fts_leaks(engine.index_path, ["quokkaquokka77"]) == ["quokkaquokka77"]
     finally:
         engine.close()
 

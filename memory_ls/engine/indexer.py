@@ -38,6 +38,7 @@ from ..index.sync import (
 from ..index.writes import VectorUpdate
 from ..search.vector import VectorIndex
 from ..settings import Settings, cache_dir
+from ..text import rules_stamp
 from ..workspace import PathError, Workspace
 from .providers import ProviderPolicy
 from .reference import reference_vectors
@@ -138,6 +139,7 @@ class Indexer:
             "model": p.model if p else "",
             "providerKey": p.provider_key if p else "",
             "chunking": f"{limits.tokens}/{limits.overlap}/{limits.max_bytes}",
+            "ftsText": rules_stamp(),
             "sources": ",".join(sorted(self.settings.sources)),
             "sessionGlobs": "|".join(self.settings.sessions.globs),
             "extraPaths": "|".join(self.settings.extra_paths),

@@ -1,7 +1,11 @@
 """The embedding cache: (provider, model, provider key, text hash) -> vector, LRU-evicted.
 
-It outlives full rebuilds (a rebuild seeds its new database with the old cache), so nothing is
-embedded twice for the same model.
+It outlives full rebuilds (a rebuild seeds its new database with the old one's vectors), so
+nothing is embedded twice for the same model. Each vector is stored once: a vector that a chunk
+holds lives in ``chunk_vectors`` and is found there by the chunk's text hash; the
+``embedding_cache`` table keeps only the others (of chunks since deleted or edited, of texts
+embedded before their chunk was written, of other models). Vectors are stored as float16 and
+handed out as float32 bytes.
 """
 
 from __future__ import annotations
@@ -11,24 +15,44 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .schema import f16_blob, f32_blob
+
 CacheKey = tuple[str, str, str]  # (provider, model, provider key)
+_PART = 500
 
 
 class EmbeddingCache:
     def __init__(self, conn: Any):
         self.conn = conn
 
+    def index_key(self) -> CacheKey:
+        """The key of the vectors the chunks hold (the index's provider, model and key)."""
+        meta = dict(
+            self.conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('provider', 'model', 'providerKey')"
+            ).fetchall()
+        )
+        return meta.get("provider", ""), meta.get("model", ""), meta.get("providerKey", "")
+
     def get(self, key: CacheKey, hashes: Sequence[str]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
-        for i in range(0, len(hashes), 500):
-            part = list(hashes[i : i + 500])
+        held = key == self.index_key()
+        for i in range(0, len(hashes), _PART):
+            part = list(hashes[i : i + _PART])
             marks = ",".join("?" * len(part))
             rows = self.conn.execute(
                 "SELECT hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
                 f"AND provider_key = ? AND hash IN ({marks})",
                 (*key, *part),
             ).fetchall()
-            out.update(rows)
+            out.update((h, f32_blob(b)) for h, b in rows)
+            if held:
+                rows = self.conn.execute(
+                    "SELECT c.hash, v.embedding FROM chunks c JOIN chunk_vectors v ON v.id = c.id "
+                    f"WHERE c.hash IN ({marks})",
+                    part,
+                ).fetchall()
+                out.update((h, f32_blob(b)) for h, b in rows)
         if out:
             now = time.time()
             self.conn.executemany(
@@ -43,10 +67,45 @@ class EmbeddingCache:
         self.conn.executemany(
             "INSERT OR REPLACE INTO embedding_cache(provider, model, provider_key, hash, "
             "embedding, used_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [(*key, h, b, now) for h, b in items],
+            [(*key, h, f16_blob(b), now) for h, b in items],
         )
 
+    def claimed(self, hashes: Sequence[str]) -> None:
+        """Chunks now hold the vectors of these texts: drop the cache's own copies."""
+        key = self.index_key()
+        self.conn.executemany(
+            "DELETE FROM embedding_cache WHERE provider = ? AND model = ? AND provider_key = ? "
+            "AND hash = ?",
+            [(*key, h) for h in set(hashes)],
+        )
+
+    def claimed_ids(self, ids: Sequence[int]) -> None:
+        """As ``claimed``, by chunk id."""
+        hashes: list[str] = []
+        for i in range(0, len(ids), _PART):
+            part = list(ids[i : i + _PART])
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT hash FROM chunks WHERE id IN ({marks})"
+            hashes += [h for (h,) in self.conn.execute(sql, part)]
+        self.claimed(hashes)
+
+    def retire(self, ids: Sequence[int]) -> None:
+        """These chunks are about to be deleted: keep their vectors (unless another chunk holds
+        the same text) so that an edit undone or a file moved is not embedded again."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS retiring (id INTEGER PRIMARY KEY)")
+        self.conn.executemany("INSERT OR IGNORE INTO retiring(id) VALUES (?)", [(i,) for i in ids])
+        self.conn.execute(
+            "INSERT OR IGNORE INTO embedding_cache(provider, model, provider_key, hash, "
+            "embedding, used_at) SELECT ?, ?, ?, c.hash, v.embedding, ? FROM chunks c "
+            "JOIN chunk_vectors v ON v.id = c.id WHERE c.id IN (SELECT id FROM retiring) "
+            "AND NOT EXISTS (SELECT 1 FROM chunks o WHERE o.hash = c.hash AND o.vec = 1 "
+            "AND o.id NOT IN (SELECT id FROM retiring))",
+            (*self.index_key(), time.time()),
+        )
+        self.conn.execute("DELETE FROM retiring")
+
     def evict(self, max_entries: int) -> int:
+        """Keep at most ``max_entries`` vectors that no chunk holds (least recently used go)."""
         n = self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
         if n <= max_entries:
             return 0
@@ -58,19 +117,37 @@ class EmbeddingCache:
         return n - max_entries
 
     def copy_from(self, other: Path) -> int:
-        """Seed this (new) database with another index's embedding cache."""
+        """Seed this (new) database with another index's vectors: its cache and its chunks'."""
         self.conn.execute("ATTACH DATABASE ? AS old", (str(other),))
         try:
-            if not self.conn.execute(
-                "SELECT 1 FROM old.sqlite_master WHERE name = 'embedding_cache'"
-            ).fetchone():
+            tables = {name for (name,) in self.conn.execute("SELECT name FROM old.sqlite_master")}
+            if "embedding_cache" not in tables:
                 return 0
             cur = self.conn.execute(
                 "INSERT OR IGNORE INTO embedding_cache SELECT * FROM old.embedding_cache"
             )
-            return cur.rowcount
+            copied = cur.rowcount
+            if "chunk_vectors" in tables:
+                meta = dict(self.conn.execute("SELECT key, value FROM old.meta").fetchall())
+                old_key = (
+                    meta.get("provider", ""),
+                    meta.get("model", ""),
+                    meta.get("providerKey", ""),
+                )
+                cur = self.conn.execute(
+                    "INSERT OR IGNORE INTO embedding_cache(provider, model, provider_key, hash, "
+                    "embedding, used_at) SELECT ?, ?, ?, c.hash, v.embedding, ? "
+                    "FROM old.chunks c JOIN old.chunk_vectors v ON v.id = c.id",
+                    (*old_key, time.time()),
+                )
+                copied += cur.rowcount
+            return copied
         finally:
             self.conn.execute("DETACH DATABASE old")
 
     def count(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0])
+        """Vectors that can be reused: the ones chunks hold and the cache's own."""
+        row = self.conn.execute(
+            "SELECT (SELECT count(*) FROM embedding_cache) + (SELECT count(*) FROM chunk_vectors)"
+        ).fetchone()
+        return int(row[0])

@@ -8,10 +8,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
+from ..text import fts_text, rules_stamp
+
 log = logging.getLogger(__name__)
 
 # 2: files.tail, where a growing transcript's next sync starts reading (upgraded in place).
-SCHEMA_VERSION = 2
+# 3: a third of the size (upgraded in place, see upgrade_to_3): chunk vectors in their own table
+#    as float16, the FTS5 table contentless, the cache holding each vector once.
+SCHEMA_VERSION = 3
 
 
 def sqlite_module() -> ModuleType:
@@ -73,20 +79,27 @@ CREATE TABLE IF NOT EXISTS chunks (
   hash TEXT NOT NULL,
   model TEXT NOT NULL DEFAULT '',
   text TEXT NOT NULL,
-  embedding BLOB,         -- float32, unit length; NULL until the vector side catches up
+  vec INTEGER NOT NULL DEFAULT 0,  -- 1 once chunk_vectors holds its vector
   updated_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
-CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(id) WHERE embedding IS NULL;
+CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
+CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(id) WHERE vec = 0;
+-- Apart from the text: a 1.5 KB vector beside 1.2 KB of text left one row per 4 KB page.
+CREATE TABLE IF NOT EXISTS chunk_vectors (
+  id INTEGER PRIMARY KEY,  -- chunks.id
+  embedding BLOB NOT NULL  -- float16, unit length
+);
+-- Contentless: the text lives in chunks once; a delete names the tokens it removes.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-  body, tokenize = '{FTS_TOKENIZER}'
+  body, content = '', tokenize = '{FTS_TOKENIZER}'
 );
 CREATE TABLE IF NOT EXISTS embedding_cache (
   provider TEXT NOT NULL,
   model TEXT NOT NULL,
   provider_key TEXT NOT NULL,
   hash TEXT NOT NULL,
-  embedding BLOB NOT NULL,
+  embedding BLOB NOT NULL,  -- float16; only vectors that no chunk holds (see cache.py)
   used_at REAL NOT NULL,
   PRIMARY KEY (provider, model, provider_key, hash)
 );
@@ -101,14 +114,82 @@ def create(conn: Connection) -> None:
 
 
 def upgrade(conn: Connection, version: str) -> bool:
-    """Bring an index of an older schema up to date in place; False when it cannot be."""
-    if version != "1":
+    """Bring an index of an older schema up to date in place, in one transaction; False when
+    it cannot be (the caller then moves it aside and rebuilds)."""
+    if version not in ("1", "2"):
         return False
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(files)")}
-    if "tail" not in columns:  # transcripts without it are read whole once, then by tail
-        conn.execute("ALTER TABLE files ADD COLUMN tail TEXT")
-    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(files)")}
+        if "tail" not in columns:  # transcripts without it are read whole once, then by tail
+            conn.execute("ALTER TABLE files ADD COLUMN tail TEXT")
+        _upgrade_to_3(conn)
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("VACUUM")  # hand the freed pages back: the file shrinks to its new size
     return True
+
+
+def _upgrade_to_3(conn: Connection) -> None:
+    """Vectors out of ``chunks`` into ``chunk_vectors`` as float16, FTS5 contentless, and the
+    cache without the vectors that chunks hold."""
+    conn.create_function("f16", 1, f16_blob, deterministic=True)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}
+    if "embedding" in columns:
+        conn.execute("ALTER TABLE chunks ADD COLUMN vec INTEGER NOT NULL DEFAULT 0")
+        conn.execute(
+            "INSERT INTO chunk_vectors(id, embedding) "
+            "SELECT id, f16(embedding) FROM chunks WHERE embedding IS NOT NULL"
+        )
+        conn.execute("UPDATE chunks SET vec = 1 WHERE embedding IS NOT NULL")
+        conn.execute("DROP INDEX IF EXISTS chunks_pending")
+        conn.execute("ALTER TABLE chunks DROP COLUMN embedding")
+        conn.execute("CREATE INDEX chunks_pending ON chunks(id) WHERE vec = 0")
+        conn.execute("UPDATE embedding_cache SET embedding = f16(embedding)")
+        key = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        conn.execute(
+            "DELETE FROM embedding_cache WHERE provider = ? AND model = ? AND provider_key = ? "
+            "AND hash IN (SELECT hash FROM chunks WHERE vec = 1)",
+            (key.get("provider", ""), key.get("model", ""), key.get("providerKey", "")),
+        )
+    fts = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+    if fts is not None and "content" not in fts[0]:
+        # Written again from the chunks under today's rules, which the stamp then vouches for.
+        conn.create_function("fts_text", 1, fts_text, deterministic=True)
+        conn.execute(
+            "CREATE VIRTUAL TABLE chunks_fts_v3 USING fts5("
+            f"body, content = '', tokenize = '{FTS_TOKENIZER}')"
+        )
+        conn.execute("INSERT INTO chunks_fts_v3(rowid, body) SELECT id, fts_text(text) FROM chunks")
+        conn.execute("DROP TABLE chunks_fts")
+        conn.execute("ALTER TABLE chunks_fts_v3 RENAME TO chunks_fts")
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('ftsText', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (rules_stamp(),),
+        )
+
+
+def f16_blob(blob: bytes) -> bytes:
+    """A float32 vector's bytes as float16 (unit vectors lose about 1e-4 of cosine)."""
+    return np.frombuffer(blob, dtype=np.float32).astype(np.float16).tobytes()
+
+
+def f32_blob(blob: bytes) -> bytes:
+    """A stored float16 vector as float32 bytes, unit length again."""
+    return unit_f32(np.frombuffer(blob, dtype=np.float16)).tobytes()
+
+
+def unit_f32(vectors: np.ndarray) -> np.ndarray:
+    """float16 rows as float32 rows of unit length (rounding moves the norm by about 1e-4,
+    and every backend must score the same numbers)."""
+    out = vectors.astype(np.float32)
+    norms = np.linalg.norm(out, axis=-1, keepdims=True)
+    return np.divide(out, norms, out=out, where=norms > 0)
 
 
 def create_vec_table(conn: Connection, dims: int) -> None:

@@ -23,7 +23,7 @@ from ..text import fts_text
 from . import schema, vectors
 from .cache import EmbeddingCache
 from .rows import ChunkRow, ChunkState, FileState, to_blob
-from .schema import DatabaseError, connect
+from .schema import DatabaseError, connect, f16_blob, f32_blob
 from .vocab import DocFrequencies
 
 log = logging.getLogger(__name__)
@@ -243,19 +243,11 @@ class Store:
     # -- chunks -----------------------------------------------------------------------------
     def chunk_embeddings(self, path: str) -> dict[str, bytes]:
         """hash -> embedding of a file's current chunks, so re-chunking reuses vectors."""
-        rows = self.conn.execute(
-            "SELECT hash, embedding FROM chunks WHERE path = ? AND embedding IS NOT NULL", (path,)
-        ).fetchall()
-        return dict(rows)
+        return vectors.file_vectors(self.conn, path)
 
     def chunk_rows(self, path: str, first_id: int = 0) -> list[ChunkState]:
         """A file's chunks from id ``first_id`` on, in order (chunks are inserted in order)."""
-        rows = self.conn.execute(
-            "SELECT id, hash, start_line, end_line, embedding FROM chunks "
-            "WHERE path = ? AND id >= ? ORDER BY id",
-            (path, first_id),
-        ).fetchall()
-        return [ChunkState(*r) for r in rows]
+        return vectors.chunk_states(self.conn, path, first_id)
 
     def _delete_chunks(self, path: str) -> list[int]:
         ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
@@ -263,12 +255,25 @@ class Store:
         return ids
 
     def _delete_ids(self, ids: Sequence[int]) -> None:
-        if ids:
-            params = [(i,) for i in ids]
-            self.conn.executemany("DELETE FROM chunks_fts WHERE rowid = ?", params)
-            if self.has_vec_table:
-                self.conn.executemany("DELETE FROM chunks_vec WHERE rowid = ?", params)
-            self.conn.executemany("DELETE FROM chunks WHERE id = ?", params)
+        if not ids:
+            return
+        params = [(i,) for i in ids]
+        self.cache.retire(ids)
+        # A contentless FTS5 row is deleted by naming the tokens it was written with.
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            texts = self.conn.execute(
+                f"SELECT id, text FROM chunks WHERE id IN ({marks})", part
+            ).fetchall()
+            self.conn.executemany(
+                "INSERT INTO chunks_fts(chunks_fts, rowid, body) VALUES ('delete', ?, ?)",
+                [(cid, fts_text(text)) for cid, text in texts],
+            )
+        if self.has_vec_table:
+            self.conn.executemany("DELETE FROM chunks_vec WHERE rowid = ?", params)
+        self.conn.executemany("DELETE FROM chunk_vectors WHERE id = ?", params)
+        self.conn.executemany("DELETE FROM chunks WHERE id = ?", params)
 
     def replace_chunks(
         self, path: str, source: str, chunks: Sequence[Chunk], known: dict[str, bytes], model: str
@@ -301,19 +306,9 @@ class Store:
         for c in chunks:
             blob = known.get(c.hash)
             cur = self.conn.execute(
-                "INSERT INTO chunks(path, source, start_line, end_line, hash, model, text, "
-                "embedding, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    path,
-                    source,
-                    c.start_line,
-                    c.end_line,
-                    c.hash,
-                    model if blob else "",
-                    c.text,
-                    blob,
-                    now,
-                ),
+                "INSERT INTO chunks(path, source, start_line, end_line, hash, text, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (path, source, c.start_line, c.end_line, c.hash, c.text, now),
             )
             cid = int(cur.lastrowid)
             self.conn.execute(
@@ -321,15 +316,17 @@ class Store:
             )
             added.append((cid, blob))
         known_blobs = [(cid, b) for cid, b in added if b is not None]
+        vectors.store_vectors(self.conn, known_blobs, model)
         if known_blobs and not self.has_vec_table and self.vec_reason is None:
             self.ensure_vec_table(len(known_blobs[0][1]) // 4)  # a rebuild fed by the cache
         self._vec_insert(known_blobs)
+        self.cache.claimed([c.hash for c in chunks if c.hash in known])
         return added
 
     def pending_chunks(self, limit: int) -> list[tuple[int, str, str]]:
         """(id, hash, text) of chunks that have no embedding yet."""
         return self.conn.execute(
-            "SELECT id, hash, text FROM chunks WHERE embedding IS NULL ORDER BY id LIMIT ?",
+            "SELECT id, hash, text FROM chunks WHERE vec = 0 ORDER BY id LIMIT ?",
             (limit,),
         ).fetchall()
 
@@ -340,23 +337,19 @@ class Store:
             return set()
         marks = ",".join("?" * len(rows))
         found = self.conn.execute(
-            f"SELECT id, hash FROM chunks WHERE id IN ({marks}) AND embedding IS NULL",
+            f"SELECT id, hash FROM chunks WHERE id IN ({marks}) AND vec = 0",
             [cid for cid, _ in rows],
         ).fetchall()
         wanted = dict(rows)
         return {cid for cid, h in found if wanted.get(cid) == h}
 
     def count_pending(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM chunks WHERE embedding IS NULL").fetchone()[
-            0
-        ]
+        return self.conn.execute("SELECT count(*) FROM chunks WHERE vec = 0").fetchone()[0]
 
     def set_embeddings(self, items: Sequence[tuple[int, bytes]], model: str) -> None:
-        self.conn.executemany(
-            "UPDATE chunks SET embedding = ?, model = ? WHERE id = ?",
-            [(b, model, cid) for cid, b in items],
-        )
+        vectors.store_vectors(self.conn, items, model)
         self._vec_insert(items)
+        self.cache.claimed_ids([cid for cid, _ in items])
 
     def ensure_vec_table(self, dims: int) -> None:
         if self.dims and self.dims != dims:
@@ -370,7 +363,9 @@ class Store:
     def _vec_insert(self, items: Sequence[tuple[int, bytes]]) -> None:
         if self.has_vec_table and items:
             self.conn.executemany(
-                "INSERT OR REPLACE INTO chunks_vec(rowid, embedding) VALUES (?, ?)", items
+                "INSERT OR REPLACE INTO chunks_vec(rowid, embedding) VALUES (?, ?)",
+                # The stored precision, so both vector backends score alike.
+                [(cid, f32_blob(f16_blob(b))) for cid, b in items],
             )
 
     def chunks_by_ids(self, ids: Iterable[int]) -> dict[int, ChunkRow]:

@@ -1,4 +1,5 @@
-"""Reading chunk vectors out of the chunks table: by id, an even sample, or all of them."""
+"""Chunk vectors, stored as float16 in ``chunk_vectors`` and read as float32 of unit length: a
+file's, by id, an even sample, or all of them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,38 @@ from typing import Any
 
 import numpy as np
 
+from .rows import ChunkState
+from .schema import f16_blob, f32_blob, unit_f32
+
+
+def store_vectors(conn: Any, items: Sequence[tuple[int, bytes]], model: str) -> None:
+    """Give chunks their vectors (float32 bytes in, float16 stored)."""
+    conn.executemany(
+        "UPDATE chunks SET vec = 1, model = ? WHERE id = ?", [(model, i) for i, _ in items]
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO chunk_vectors(id, embedding) VALUES (?, ?)",
+        [(cid, f16_blob(b)) for cid, b in items],
+    )
+
+
+def file_vectors(conn: Any, path: str) -> dict[str, bytes]:
+    rows = conn.execute(
+        "SELECT c.hash, v.embedding FROM chunks c JOIN chunk_vectors v ON v.id = c.id "
+        "WHERE c.path = ?",
+        (path,),
+    ).fetchall()
+    return {h: f32_blob(b) for h, b in rows}
+
+
+def chunk_states(conn: Any, path: str, first_id: int) -> list[ChunkState]:
+    rows = conn.execute(
+        "SELECT c.id, c.hash, c.start_line, c.end_line, v.embedding FROM chunks c "
+        "LEFT JOIN chunk_vectors v ON v.id = c.id WHERE c.path = ? AND c.id >= ? ORDER BY c.id",
+        (path, first_id),
+    ).fetchall()
+    return [ChunkState(i, h, a, b, f32_blob(e) if e else None) for i, h, a, b, e in rows]
+
 
 def embeddings_for(conn: Any, ids: Sequence[int]) -> dict[int, np.ndarray]:
     out: dict[int, np.ndarray] = {}
@@ -14,10 +47,9 @@ def embeddings_for(conn: Any, ids: Sequence[int]) -> dict[int, np.ndarray]:
         part = list(ids[i : i + 500])
         marks = ",".join("?" * len(part))
         rows = conn.execute(
-            f"SELECT id, embedding FROM chunks WHERE id IN ({marks}) AND embedding IS NOT NULL",
-            part,
+            f"SELECT id, embedding FROM chunk_vectors WHERE id IN ({marks})", part
         ).fetchall()
-        out.update({cid: np.frombuffer(b, dtype=np.float32) for cid, b in rows})
+        out.update({cid: unit_f32(np.frombuffer(b, dtype=np.float16)) for cid, b in rows})
     return out
 
 
@@ -26,10 +58,9 @@ def sample_embeddings(conn: Any, limit: int, dims_hint: int) -> np.ndarray:
     n = count_embedded(conn)
     step = max(1, -(-n // limit)) if n else 1
     rows = conn.execute(
-        "SELECT embedding FROM chunks WHERE embedding IS NOT NULL AND id % ? = 0 LIMIT ?",
-        (step, limit),
+        "SELECT embedding FROM chunk_vectors WHERE id % ? = 0 LIMIT ?", (step, limit)
     ).fetchall()
-    vecs = [np.frombuffer(b, dtype=np.float32) for (b,) in rows]
+    vecs = [unit_f32(np.frombuffer(b, dtype=np.float16)) for (b,) in rows]
     if len({len(v) for v in vecs}) != 1:  # none, or vectors of two models mid-rebuild
         return np.zeros((0, dims_hint or 1), dtype=np.float32)
     return np.stack(vecs)
@@ -37,7 +68,7 @@ def sample_embeddings(conn: Any, limit: int, dims_hint: int) -> np.ndarray:
 
 def count_embedded(conn: Any) -> int:
     """Chunks that have a vector."""
-    row = conn.execute("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL")
+    row = conn.execute("SELECT count(*) FROM chunk_vectors")
     return int(row.fetchone()[0])
 
 
@@ -45,19 +76,24 @@ def all_embeddings(conn: Any, dims_hint: int) -> tuple[np.ndarray, np.ndarray]:
     """Every chunk vector as (ids, matrix), filled in place: the vectors are held once,
     not three times (row list, joined bytes, matrix) as a naive load would."""
     n, dims = conn.execute(
-        "SELECT count(*), max(length(embedding)) / 4 FROM chunks WHERE embedding IS NOT NULL"
+        "SELECT count(*), max(length(embedding)) / 2 FROM chunk_vectors"
     ).fetchone()
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros((0, dims_hint or 1), dtype=np.float32)
     ids = np.empty(n, dtype=np.int64)
     mat = np.empty((n, int(dims)), dtype=np.float32)
-    cur = conn.execute("SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL ORDER BY id")
+    cur = conn.execute("SELECT id, embedding FROM chunk_vectors ORDER BY id")
     i = 0
     while rows := cur.fetchmany(4096):
         for cid, blob in rows:
-            if i == n or len(blob) != dims * 4:
+            if i == n or len(blob) != dims * 2:
                 continue  # a row added meanwhile, or a vector of another size
             ids[i] = cid
-            mat[i] = np.frombuffer(blob, dtype=np.float32)
+            mat[i] = np.frombuffer(blob, dtype=np.float16)
             i += 1
-    return ids[:i], mat[:i]
+    mat = mat[:i]
+    for start in range(0, i, 65536):  # unit again after float16, in place, in blocks
+        block = mat[start : start + 65536]
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))[:, None]
+        np.divide(block, norms, out=block, where=norms > 0)
+    return ids[:i], mat

@@ -161,7 +161,8 @@ class CacheSettings:
     )
     max_entries: int = setting(
         100_000,
-        "Embedding cache size; the least recently used entries past it are evicted.",
+        "Vectors kept for texts that no chunk holds any more (deleted or edited chunks); the "
+        "least recently used past it are evicted. Vectors of current chunks are never evicted.",
         minimum=0,
     )
 
