@@ -54,7 +54,7 @@ def engine(root: Path, idx: Path, model_path: Path) -> MemoryEngine:
 
 
 def query(idx: Path, sql: str, *params: object) -> list[tuple]:
-    conn, _ = connect(idx, vec=False)
+    conn, _ = connect(idx)
     try:
         return conn.execute(sql, params).fetchall()
     finally:
@@ -195,3 +195,26 @@ def test_an_unreadable_upgrade_moves_the_index_aside_and_rebuilds(ws: Path, tmp_
         e.sync()
         assert e.search("token bucket").results
     assert len(list(tmp_path.glob("bad.sqlite.corrupt-*"))) == 1
+
+
+def test_sqlite_vec_table_exists_only_while_it_is_the_backend(
+    ws: Path, tmp_path: Path, model_path: Path
+):
+    idx = tmp_path / "i.sqlite"
+    vec_rows = "SELECT count(*) FROM sqlite_master WHERE name = 'chunks_vec'"
+    with engine(ws, idx, model_path) as e:
+        e.sync()
+        n = e.status()["chunks"]
+        numpy_answers = answers(e)
+    assert query(idx, vec_rows) == [(0,)]  # the default keeps no second copy
+    s = Settings(provider="local")
+    s.local.model_path = str(model_path)
+    s.store.vector_backend = "sqlite-vec"
+    with MemoryEngine(ws, s, index_path=idx) as e:
+        assert e.status()["vectorBackend"] == "sqlite-vec"
+        assert query(idx, "SELECT count(*) FROM chunks_vec") == [(n,)]  # filled from the store
+        assert answers(e) == numpy_answers
+    with engine(ws, idx, model_path) as e:
+        e.sync()
+        assert e.status()["vectorBackend"] == "numpy"
+    assert query(idx, vec_rows) == [(0,)]

@@ -221,9 +221,10 @@ class MemoryEngine:
         with ix.reader() as r:
             counts = r.counts()
             vec_reason = r.vec_reason
+            vec_table = r.vec_table_ready()
         p = self.provider
         backend = self.settings.store.vector_backend
-        if backend != "sqlite-vec" or vec_reason:
+        if backend != "sqlite-vec" or not vec_table:
             backend = "numpy"
         store: dict[str, Any] = {"backend": "sqlite", "answering": "sqlite"}
         fallback = self.fallback_reason

@@ -113,6 +113,7 @@ class Indexer:
         self.index_path = index_path
         self.lock = threading.RLock()
         self.writer = Store.open(index_path)
+        self._keep_vec_table()
         remove_stale_rebuilds(index_path)
         self.readers = ReaderPool(index_path)
         self.buffers: dict[str, str] = {}  # unsaved editor text by workspace path
@@ -126,6 +127,12 @@ class Indexer:
         self.needs_rebuild = self._meta_changed()
 
     # -- setup ------------------------------------------------------------------------------
+    def _keep_vec_table(self) -> None:
+        """sqlite-vec's table exists while it is the vector backend (the caller holds the
+        lock; the first time, filling it from the stored vectors takes a while)."""
+        wanted = self.settings.store.vector_backend == "sqlite-vec" and not self.keyword_only
+        self.writer.keep_vectors_for_sqlite_vec(wanted)
+
     def _make_context(self) -> IndexContext:
         ctx = index_context(self.settings, self.workspace, self.policy.current, self.vectors.update)
         return replace(ctx, cache_key=None) if self.keyword_only else ctx
@@ -178,6 +185,7 @@ class Indexer:
         else:
             report = SyncReport(reason)
             with self.lock:
+                self._keep_vec_table()
                 self.dirty.clear()
                 sync_keyword(self.writer, self.ctx, dict(self.buffers), report, progress)
         if embed:
@@ -206,6 +214,7 @@ class Indexer:
         for stale in side_files:
             stale.unlink(missing_ok=True)
         new = Store(tmp)
+        new.keep_vec_table = self.writer.keep_vec_table
         try:
             new.cache.copy_from(self.index_path)
             new.set_meta(self._expected_meta())

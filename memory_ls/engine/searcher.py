@@ -102,8 +102,9 @@ class Searcher:
         qvec, why = self._query_vector(req, rebuilding=self.indexer.needs_rebuild, use=check)
         with self.indexer.reader() as store:
             vectors: VectorIndex | SqliteVecIndex = self.indexer.vectors
+            # Until the next sync has built sqlite-vec's table, the matrix answers.
             if self.indexer.settings.store.vector_backend == "sqlite-vec" and (
-                store.vec_reason is None
+                store.vec_table_ready()
             ):
                 vectors = SqliteVecIndex(store)
             calibrate = qvec is not None and qs.calibrate != "off"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3 as _stdlib_sqlite3
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -52,6 +54,18 @@ def connect(path: Path | str, *, vec: bool = True) -> tuple[Connection, str | No
         except Exception as exc:  # missing wheel, no load_extension, wrong platform
             reason = f"sqlite-vec not loaded ({type(exc).__name__}: {exc}); using numpy"
     return conn, reason
+
+
+def move_aside(path: Path, why: str) -> Path:
+    """Keep a bad index file for inspection instead of deleting it silently."""
+    dest = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    os.replace(path, dest)
+    for ext in ("-wal", "-shm"):
+        side = Path(str(path) + ext)
+        if side.exists():
+            os.replace(side, Path(str(dest) + ext))
+    log.warning("index %s is unusable (%s); moved aside to %s and rebuilding", path, why, dest)
+    return dest
 
 
 # How FTS5 splits and folds text; everything that must match the way the index does uses it.

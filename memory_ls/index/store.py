@@ -23,22 +23,10 @@ from ..text import fts_text
 from . import schema, vectors
 from .cache import EmbeddingCache
 from .rows import ChunkRow, ChunkState, FileState, to_blob
-from .schema import DatabaseError, connect, f16_blob, f32_blob
+from .schema import DatabaseError, connect, f16_blob, f32_blob, move_aside
 from .vocab import DocFrequencies
 
 log = logging.getLogger(__name__)
-
-
-def move_aside(path: Path, why: str) -> Path:
-    """Keep a bad index file for inspection instead of deleting it silently."""
-    dest = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-    os.replace(path, dest)
-    for ext in ("-wal", "-shm"):
-        side = Path(str(path) + ext)
-        if side.exists():
-            os.replace(side, Path(str(dest) + ext))
-    log.warning("index %s is unusable (%s); moved aside to %s and rebuilding", path, why, dest)
-    return dest
 
 
 class Store:
@@ -49,6 +37,8 @@ class Store:
             schema.create(self.conn)
         self.dims = int(self.get_meta().get("dims") or 0)
         self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
+        # sqlite-vec's table is a second copy of every vector: kept only when it is searched.
+        self.keep_vec_table = False
         self._after_commit: list[Callable[[], None]] = []
         self._df = DocFrequencies(self.conn)
         self.cache = EmbeddingCache(self.conn)
@@ -87,8 +77,8 @@ class Store:
         self.conn.execute("BEGIN IMMEDIATE")
         self._after_commit = []
         try:
-            if self.vec_reason is None and not self.has_vec_table:
-                # Another process (a CLI rebuild) may have created the table since we looked.
+            if self.vec_reason is None:
+                # Another process (a CLI, a rebuild) may have made or dropped it since we looked.
                 self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
             yield
             self.conn.execute("COMMIT")
@@ -317,7 +307,7 @@ class Store:
             added.append((cid, blob))
         known_blobs = [(cid, b) for cid, b in added if b is not None]
         vectors.store_vectors(self.conn, known_blobs, model)
-        if known_blobs and not self.has_vec_table and self.vec_reason is None:
+        if known_blobs and not self.has_vec_table:
             self.ensure_vec_table(len(known_blobs[0][1]) // 4)  # a rebuild fed by the cache
         self._vec_insert(known_blobs)
         self.cache.claimed([c.hash for c in chunks if c.hash in known])
@@ -356,9 +346,26 @@ class Store:
             raise ValueError(f"index holds {self.dims}-dimensional vectors, model gives {dims}")
         self.dims = dims
         self.set_meta({"dims": dims})
-        if self.vec_reason is None and not self.has_vec_table:
+        if self.keep_vec_table and self.vec_reason is None and not self.has_vec_table:
             schema.create_vec_table(self.conn, dims)
             self.has_vec_table = True
+
+    def keep_vectors_for_sqlite_vec(self, keep: bool) -> None:
+        """Create and fill sqlite-vec's table from the stored vectors, or drop it: it exists
+        only while ``store.vectorBackend = "sqlite-vec"`` (then it costs 1.5 KB a chunk)."""
+        self.keep_vec_table = keep and self.vec_reason is None
+        if self.keep_vec_table == self.has_vec_table:
+            return
+        with self.transaction():
+            if not self.keep_vec_table:
+                self.conn.execute("DROP TABLE IF EXISTS chunks_vec")
+                self.has_vec_table = False
+            elif self.dims:
+                self.ensure_vec_table(self.dims)
+                for cids, mat in vectors.blocks(self.conn):
+                    self._vec_insert(
+                        [(int(c), v.tobytes()) for c, v in zip(cids, mat, strict=True)]
+                    )
 
     def _vec_insert(self, items: Sequence[tuple[int, bytes]]) -> None:
         if self.has_vec_table and items:
@@ -405,12 +412,16 @@ class Store:
             (expr, limit),
         ).fetchall()
 
+    def vec_table_ready(self) -> bool:
+        """sqlite-vec's table is there (another connection may have made it since we looked)."""
+        if not self.has_vec_table and self.vec_reason is None:
+            self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
+        return self.has_vec_table
+
     def vec_search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine distance) by sqlite-vec KNN (never ORDER BY a distance function)."""
-        if not self.has_vec_table:
-            self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
-            if not self.has_vec_table:
-                return []
+        if not self.vec_table_ready():
+            return []
         return self.conn.execute(
             "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ?",
             (to_blob(query), k),

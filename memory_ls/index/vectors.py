@@ -3,7 +3,7 @@ file's, by id, an even sample, or all of them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,10 +60,10 @@ def sample_embeddings(conn: Any, limit: int, dims_hint: int) -> np.ndarray:
     rows = conn.execute(
         "SELECT embedding FROM chunk_vectors WHERE id % ? = 0 LIMIT ?", (step, limit)
     ).fetchall()
-    vecs = [unit_f32(np.frombuffer(b, dtype=np.float16)) for (b,) in rows]
-    if len({len(v) for v in vecs}) != 1:  # none, or vectors of two models mid-rebuild
+    if len({len(b) for (b,) in rows}) != 1:  # none, or vectors of two models mid-rebuild
         return np.zeros((0, dims_hint or 1), dtype=np.float32)
-    return np.stack(vecs)
+    raw = np.frombuffer(b"".join(b for (b,) in rows), dtype=np.float16)
+    return unit_f32(raw.reshape(len(rows), -1))
 
 
 def count_embedded(conn: Any) -> int:
@@ -72,9 +72,20 @@ def count_embedded(conn: Any) -> int:
     return int(row.fetchone()[0])
 
 
+def blocks(conn: Any, size: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every chunk vector in id order as (ids, unit float32 rows), ``size`` rows at a time."""
+    cur = conn.execute("SELECT id, embedding FROM chunk_vectors ORDER BY id")
+    while rows := cur.fetchmany(size):
+        dims = len(rows[0][1]) // 2
+        rows = [r for r in rows if len(r[1]) == dims * 2]  # vectors of another size: skipped
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        raw = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16).reshape(len(rows), dims)
+        yield ids, unit_f32(raw)
+
+
 def all_embeddings(conn: Any, dims_hint: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every chunk vector as (ids, matrix), filled in place: the vectors are held once,
-    not three times (row list, joined bytes, matrix) as a naive load would."""
+    """Every chunk vector as (ids, matrix), filled in place block by block: the vectors are
+    held once, not three times (row list, joined bytes, matrix) as a naive load would."""
     n, dims = conn.execute(
         "SELECT count(*), max(length(embedding)) / 2 FROM chunk_vectors"
     ).fetchone()
@@ -82,18 +93,12 @@ def all_embeddings(conn: Any, dims_hint: int) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype=np.int64), np.zeros((0, dims_hint or 1), dtype=np.float32)
     ids = np.empty(n, dtype=np.int64)
     mat = np.empty((n, int(dims)), dtype=np.float32)
-    cur = conn.execute("SELECT id, embedding FROM chunk_vectors ORDER BY id")
     i = 0
-    while rows := cur.fetchmany(4096):
-        for cid, blob in rows:
-            if i == n or len(blob) != dims * 2:
-                continue  # a row added meanwhile, or a vector of another size
-            ids[i] = cid
-            mat[i] = np.frombuffer(blob, dtype=np.float16)
-            i += 1
-    mat = mat[:i]
-    for start in range(0, i, 65536):  # unit again after float16, in place, in blocks
-        block = mat[start : start + 65536]
-        norms = np.sqrt(np.einsum("ij,ij->i", block, block))[:, None]
-        np.divide(block, norms, out=block, where=norms > 0)
-    return ids[:i], mat
+    for block_ids, block in blocks(conn):
+        take = min(len(block_ids), n - i)  # rows added meanwhile wait for the next load
+        if block.shape[1] != dims or take <= 0:
+            continue
+        ids[i : i + take] = block_ids[:take]
+        mat[i : i + take] = block[:take]
+        i += take
+    return ids[:i], mat[:i]
