@@ -12,6 +12,7 @@ from model_util import ensure_test_model
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.index.schema import FTS_TOKENIZER, SCHEMA_VERSION, connect
+from memory_ls.index.store import Store
 from memory_ls.settings import Settings
 from memory_ls.text import fts_text
 
@@ -218,3 +219,31 @@ def test_sqlite_vec_table_exists_only_while_it_is_the_backend(
         e.sync()
         assert e.status()["vectorBackend"] == "numpy"
     assert query(idx, vec_rows) == [(0,)]
+
+
+def test_a_rebuild_is_seeded_from_a_schema_2_index_without_embedding_again(
+    ws: Path, tmp_path: Path, model_path: Path
+):
+    v3 = tmp_path / "v3.sqlite"
+    with engine(ws, v3, model_path) as e:
+        e.sync()
+        vectors = chunk_vectors(e)
+        n = len(vectors)
+    v2 = tmp_path / "v2.sqlite"
+    write_v2(v3, v2)
+    seeded = Store(tmp_path / "new.sqlite")
+    try:
+        assert seeded.cache.copy_from(v2) >= n  # float32 vectors of schema 2, as float16
+        key = seeded.cache.index_key()
+        assert key == ("", "", "")  # the new index holds no chunks yet
+        meta = dict(query(v2, "SELECT key, value FROM meta"))
+        old_key = (meta["provider"], meta["model"], meta["providerKey"])
+        hashes = [h for (h,) in query(v3, "SELECT hash FROM chunks ORDER BY id")]
+        got = seeded.cache.get(old_key, hashes)
+        assert len(got) == len(set(hashes))
+        ids = [i for (i,) in query(v3, "SELECT id FROM chunks ORDER BY id")]
+        for cid, h in zip(ids, hashes, strict=True):
+            v = np.frombuffer(got[h], dtype=np.float32)
+            assert v.shape == (384,) and float(v @ vectors[cid]) > 0.9999
+    finally:
+        seeded.close()

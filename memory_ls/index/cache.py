@@ -117,30 +117,31 @@ class EmbeddingCache:
         return n - max_entries
 
     def copy_from(self, other: Path) -> int:
-        """Seed this (new) database with another index's vectors: its cache and its chunks'."""
+        """Seed this (new) database with another index's vectors, its cache's and its chunks'
+        (an index of an older schema too: its float32 vectors are stored as float16)."""
+        self.conn.create_function("f16", 1, f16_blob, deterministic=True)
         self.conn.execute("ATTACH DATABASE ? AS old", (str(other),))
         try:
             tables = {name for (name,) in self.conn.execute("SELECT name FROM old.sqlite_master")}
             if "embedding_cache" not in tables:
                 return 0
-            cur = self.conn.execute(
-                "INSERT OR IGNORE INTO embedding_cache SELECT * FROM old.embedding_cache"
-            )
-            copied = cur.rowcount
+            meta = dict(self.conn.execute("SELECT key, value FROM old.meta").fetchall())
             if "chunk_vectors" in tables:
-                meta = dict(self.conn.execute("SELECT key, value FROM old.meta").fetchall())
-                old_key = (
-                    meta.get("provider", ""),
-                    meta.get("model", ""),
-                    meta.get("providerKey", ""),
-                )
-                cur = self.conn.execute(
-                    "INSERT OR IGNORE INTO embedding_cache(provider, model, provider_key, hash, "
-                    "embedding, used_at) SELECT ?, ?, ?, c.hash, v.embedding, ? "
-                    "FROM old.chunks c JOIN old.chunk_vectors v ON v.id = c.id",
-                    (*old_key, time.time()),
-                )
-                copied += cur.rowcount
+                cached, held = "embedding", "v.embedding"
+                rows = "old.chunks c JOIN old.chunk_vectors v ON v.id = c.id"
+            else:  # before schema 3: float32, in the cache and in chunks.embedding
+                cached, held = "f16(embedding)", "f16(c.embedding)"
+                rows = "old.chunks c WHERE c.embedding IS NOT NULL"
+            copied = self.conn.execute(
+                "INSERT OR IGNORE INTO embedding_cache SELECT provider, model, provider_key, "
+                f"hash, {cached}, used_at FROM old.embedding_cache"
+            ).rowcount
+            old_key = [meta.get(k, "") for k in ("provider", "model", "providerKey")]
+            copied += self.conn.execute(
+                "INSERT OR IGNORE INTO embedding_cache(provider, model, provider_key, hash, "
+                f"embedding, used_at) SELECT ?, ?, ?, c.hash, {held}, ? FROM {rows}",
+                (*old_key, time.time()),
+            ).rowcount
             return copied
         finally:
             self.conn.execute("DETACH DATABASE old")
