@@ -104,7 +104,7 @@ def test_vector_index_updates_match_a_fresh_load():
     for v in data.values():
         v /= np.linalg.norm(v)
 
-    def loader():
+    def loader(float16_from: int = 0):
         ids = np.array(sorted(data), dtype=np.int64)
         return ids, np.stack([data[i] for i in ids])
 
@@ -167,3 +167,60 @@ def test_without_sqlite_vec_vectors_fall_back_to_numpy(
     assert resp.mode == "hybrid"
     assert resp.results[0].path == "memory/2026-01-10-api-design.md"
     e.close()
+
+
+def clustered(rng: np.random.Generator, n: int, centers: np.ndarray) -> np.ndarray:
+    """Unit vectors around the given centers, as embeddings of related notes lie."""
+    noise = rng.standard_normal((n, centers.shape[1])).astype(np.float32) * 0.5
+    x = centers[rng.integers(0, len(centers), n)] + noise
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_large_mode_finds_what_an_exact_scan_finds():
+    # Past `large` vectors the matrix is float16 and a sign-code scan picks RESCORE candidates.
+    rng = np.random.default_rng(3)
+    centers = rng.standard_normal((50, 384)).astype(np.float32)
+    # float16 values, as the index stores them: what is compared is the candidate scan alone.
+    mat = clustered(rng, 6000, centers).astype(np.float16).astype(np.float32)
+    ids = np.arange(1, 6001, dtype=np.int64)
+    exact = VectorIndex(lambda _: (ids, mat), large=10**9)
+    large = VectorIndex(lambda _: (ids, mat), large=1000)
+    queries = clustered(rng, 50, centers)  # new notes on the same topics
+    recall = []
+    for q in queries:
+        want = {i for i, _ in exact.search(q, 10)}
+        got, moments = large.knn(q, 10)
+        recall.append(len(want & {i for i, _ in got}) / 10)
+        _, full = exact.knn(q, 10)
+        assert moments is not None and full is not None and moments.n == full.n == 6000
+        assert abs(moments.mean - full.mean) < 0.02
+    assert large._codes is not None and large._mat.dtype == np.float16
+    assert np.mean(recall) >= 0.99
+    # Scores are exact cosines (of the float16 rows).
+    top = large.search(queries[0], 3)
+    for cid, score in top:
+        assert abs(score - float(mat[cid - 1] @ queries[0])) < 2e-3
+
+
+def test_large_mode_follows_updates_like_a_fresh_load():
+    rng = np.random.default_rng(5)
+    centers = rng.standard_normal((50, 384)).astype(np.float32)
+    data = {i + 1: v for i, v in enumerate(clustered(rng, 3000, centers))}
+
+    def loader(float16_from: int = 0):
+        keys = np.array(sorted(data), dtype=np.int64)
+        return keys, np.stack([data[i] for i in keys])
+
+    live = VectorIndex(loader, large=500)
+    q = data[7]
+    live.search(q, 3)  # load: large mode
+    removed = list(range(1, 1200))
+    for i in removed:
+        del data[i]
+    added = [(i, v) for i, v in zip(range(5000, 5400), clustered(rng, 400, centers), strict=True)]
+    data.update(added)
+    live.update(removed, added)
+    fresh = VectorIndex(loader, large=500)
+    assert [i for i, _ in live.search(q, 10)] == [i for i, _ in fresh.search(q, 10)]
+    assert live.size == fresh.size == len(data)
+    assert live.similarity(q, [7, 5000]).keys() == {5000}  # 7 was removed

@@ -161,9 +161,9 @@ class Indexer:
             return False
         return any(meta.get(k) != v for k, v in expected.items())
 
-    def _load_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+    def _load_vectors(self, float16_from: int) -> tuple[np.ndarray, np.ndarray]:
         with self.readers.borrow() as r:
-            return r.all_embeddings()
+            return r.all_embeddings(float16_from)
 
     @contextmanager
     def reader(self) -> Iterator[Store]:

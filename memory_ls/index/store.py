@@ -396,8 +396,9 @@ class Store:
         """Up to ``limit`` chunk vectors spread evenly over the index (all of a small one)."""
         return vectors.sample_embeddings(self.conn, limit, self.dims)
 
-    def all_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
-        return vectors.all_embeddings(self.conn, self.dims)
+    def all_embeddings(self, float16_from: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, unit vectors); float16 rows when there are ``float16_from`` or more (0: never)."""
+        return vectors.all_embeddings(self.conn, self.dims, float16_from)
 
     # -- search -----------------------------------------------------------------------------
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:

@@ -83,7 +83,9 @@ def blocks(conn: Any, size: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray
         yield ids, unit_f32(raw)
 
 
-def all_embeddings(conn: Any, dims_hint: int) -> tuple[np.ndarray, np.ndarray]:
+def all_embeddings(
+    conn: Any, dims_hint: int, float16_from: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Every chunk vector as (ids, matrix), filled in place block by block: the vectors are
     held once, not three times (row list, joined bytes, matrix) as a naive load would."""
     n, dims = conn.execute(
@@ -92,7 +94,8 @@ def all_embeddings(conn: Any, dims_hint: int) -> tuple[np.ndarray, np.ndarray]:
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros((0, dims_hint or 1), dtype=np.float32)
     ids = np.empty(n, dtype=np.int64)
-    mat = np.empty((n, int(dims)), dtype=np.float32)
+    large = 0 < float16_from <= n  # half the memory; the caller scans it by sign codes
+    mat = np.empty((n, int(dims)), dtype=np.float16 if large else np.float32)
     i = 0
     for block_ids, block in blocks(conn):
         take = min(len(block_ids), n - i)  # rows added meanwhile wait for the next load

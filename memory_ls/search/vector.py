@@ -4,6 +4,12 @@ A plain matrix-vector product over float32 unit vectors was measured faster than
 brute-force vec0 scan here (see bench/perf.py), so ``auto`` uses the matrix and sqlite-vec stays
 the persistent copy and the fallback. Appends go into spare capacity and deletes only clear a
 mask, so a keystroke that re-chunks one file costs O(changed chunks), not a matrix copy.
+
+From ``LARGE`` vectors on (a few hundred thousand chunks) a float32 scan no longer fits the
+latency or the memory budget (1M x 384 is 1.5 GB and 150 ms a query here), so the matrix is kept
+as float16 beside one sign bit per dimension: a Hamming scan over the bits (48 bytes a vector)
+picks ``RESCORE`` candidates, which are scored exactly; the background for calibration comes
+from an even sample of rows. Recall against exact search: bench/vector_scale.py.
 """
 
 from __future__ import annotations
@@ -20,11 +26,51 @@ from .calibrate import Moments
 
 log = logging.getLogger(__name__)
 BACKGROUND_SAMPLE = 4096  # chunk vectors read per query to calibrate sqlite-vec scores
+LARGE = 250_000  # vectors from which the matrix is float16 with sign codes (see above)
+RESCORE = 2048  # candidates of the sign-code scan scored exactly
+
+
+Loader = Callable[[int], tuple[np.ndarray, np.ndarray]]
+
+
+def sign_codes(rows: np.ndarray) -> np.ndarray:
+    """One bit per dimension (positive or not), packed into 64-bit words: (words, rows), one
+    word of every row after another, so that a scan runs over long contiguous arrays."""
+    rows = np.atleast_2d(rows)
+    bits = np.packbits(rows > 0, axis=1)
+    pad = -bits.shape[1] % 8
+    if pad:
+        bits = np.pad(bits, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(bits.view(np.uint64).T)
+
+
+def hamming(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Differing sign bits between every row's code and the query's (uint16 per row)."""
+    words, n = codes.shape
+    out = np.zeros(n, dtype=np.uint16)
+    buf = np.empty(n, dtype=np.uint64)
+    count = np.empty(n, dtype=np.uint8)
+    for w in range(words):
+        np.bitwise_xor(codes[w], query[w, 0], out=buf)
+        np.bitwise_count(buf, out=count)
+        np.add(out, count, out=out)
+    return out
+
+
+def nearest_rows(differ: np.ndarray, want: int) -> np.ndarray:
+    """Rows whose distance is within the smallest bound that admits ``want`` rows (ties at
+    the bound all come along): a histogram instead of a partial sort of every row."""
+    counts = np.cumsum(np.bincount(differ))
+    bound = int(np.searchsorted(counts, min(want, int(counts[-1]))))
+    return np.flatnonzero(differ <= bound)
 
 
 class VectorIndex:
-    def __init__(self, loader: Callable[[], tuple[np.ndarray, np.ndarray]]):
-        self._loader = loader  # () -> (ids, matrix) from the store
+    def __init__(self, loader: Loader, *, large: int = LARGE):
+        # (float16_from) -> (ids, matrix) from the store; float16 rows from that many vectors on
+        self._loader = loader
+        self._large = large
+        self._codes: np.ndarray | None = None  # sign codes, in large mode only
         self._lock = threading.Lock()
         self._loaded = False
         self._ids = np.zeros(0, dtype=np.int64)
@@ -51,9 +97,15 @@ class VectorIndex:
     def _ensure(self) -> None:
         if self._loaded:
             return
-        ids, mat = self._loader()
+        ids, mat = self._loader(self._large)
         self._ids = ids
         self._mat = mat
+        self._codes = None
+        if len(ids) >= self._large:
+            self._mat = mat.astype(np.float16, copy=False)
+            self._codes = np.concatenate(
+                [sign_codes(mat[i : i + 65536]) for i in range(0, len(mat), 65536)], axis=1
+            )
         self._n = len(ids)
         self._alive = np.ones(self._n, dtype=bool)
         self._row = {int(i): r for r, i in enumerate(ids)}
@@ -75,6 +127,7 @@ class VectorIndex:
                 self._mat = np.zeros((0, dims), dtype=np.float32)
                 self._ids = np.zeros(0, dtype=np.int64)
                 self._alive = np.zeros(0, dtype=bool)
+                self._codes = None
                 self._n = 0
                 self._row = {}
             need = self._n + len(added)
@@ -84,12 +137,18 @@ class VectorIndex:
                 self._ids = np.resize(self._ids, cap)
                 self._alive = np.resize(self._alive, cap)
                 self._alive[self._n :] = False
+                if self._codes is not None:
+                    grown = np.zeros((self._codes.shape[0], cap), dtype=np.uint64)
+                    grown[:, : self._n] = self._codes[:, : self._n]
+                    self._codes = grown
             for cid, vec in added:
                 old = self._row.pop(int(cid), None)
                 if old is not None:
                     self._alive[old] = False
                 r = self._n
                 self._mat[r] = vec
+                if self._codes is not None:
+                    self._codes[:, r] = sign_codes(vec)[:, 0]
                 self._ids[r] = cid
                 self._alive[r] = True
                 self._row[int(cid)] = r
@@ -100,6 +159,8 @@ class VectorIndex:
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self._n])
         self._mat = self._mat[keep].copy()
+        if self._codes is not None:
+            self._codes = np.ascontiguousarray(self._codes[:, keep])
         self._ids = self._ids[keep].copy()
         self._alive = np.ones(len(keep), dtype=bool)
         self._n = len(keep)
@@ -116,11 +177,16 @@ class VectorIndex:
             self._ensure()
             if self._n == 0 or k <= 0 or self._mat.shape[1] != len(query):
                 return [], None
-            scores = self._mat[: self._n] @ query.astype(np.float32)
+            q = query.astype(np.float32)
             alive = self._alive[: self._n]
-            moments = Moments.of(scores[alive])
-            scores[~alive] = -np.inf
-            ids = self._ids[: self._n]
+            if self._codes is None:
+                scores = self._mat[: self._n] @ q
+                moments = Moments.of(scores[alive])
+                rows = None
+            else:
+                rows, scores, moments = self._scan_codes(q, alive, k)
+            scores[~alive if rows is None else ~alive[rows]] = -np.inf
+            ids = self._ids[: self._n] if rows is None else self._ids[rows]
         k = min(k, len(self._row))
         if k <= 0:
             return [], moments
@@ -129,6 +195,22 @@ class VectorIndex:
         hits = [(int(ids[r]), float(scores[r])) for r in order if np.isfinite(scores[r])]
         return hits, moments
 
+    def _scan_codes(
+        self, q: np.ndarray, alive: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray, Moments]:
+        """Large mode: the rows nearest by sign codes, their exact scores, and the background
+        from an even sample (scaled to every live row, so it pools like a full scan's)."""
+        assert self._codes is not None
+        n = self._n
+        differ = hamming(self._codes[:, :n], sign_codes(q))
+        differ[~alive] = np.iinfo(np.uint16).max  # never within the bound of live rows
+        rows = nearest_rows(differ, max(RESCORE, 4 * k))
+        scores = self._mat[rows].astype(np.float32) @ q
+        step = max(1, n // BACKGROUND_SAMPLE)
+        sample = np.flatnonzero(alive[::step]) * step
+        m = Moments.of(self._mat[sample].astype(np.float32) @ q)
+        return rows, scores, Moments(int(alive.sum()), m.mean, m.mean_sq)
+
     def similarity(self, query: np.ndarray, chunk_ids: Sequence[int]) -> dict[int, float]:
         """Exact cosine for given chunks (those without a vector are left out)."""
         with self._lock:
@@ -136,7 +218,7 @@ class VectorIndex:
             rows = [(cid, self._row[cid]) for cid in chunk_ids if cid in self._row]
             if not rows or self._mat.shape[1] != len(query):
                 return {}
-            sims = self._mat[[r for _, r in rows]] @ query.astype(np.float32)
+            sims = self._mat[[r for _, r in rows]].astype(np.float32) @ query.astype(np.float32)
         return {cid: float(s) for (cid, _), s in zip(rows, sims, strict=True)}
 
 
