@@ -224,3 +224,26 @@ def test_large_mode_follows_updates_like_a_fresh_load():
     assert [i for i, _ in live.search(q, 10)] == [i for i, _ in fresh.search(q, 10)]
     assert live.size == fresh.size == len(data)
     assert live.similarity(q, [7, 5000]).keys() == {5000}  # 7 was removed
+
+
+def test_an_index_that_grows_past_large_switches_mode_in_place():
+    # A first sync fills the open index chunk batch by chunk batch: it must not stay float32.
+    rng = np.random.default_rng(9)
+    centers = rng.standard_normal((50, 384)).astype(np.float32)
+    data = {i + 1: v for i, v in enumerate(clustered(rng, 300, centers))}
+
+    def loader(float16_from: int = 0):
+        keys = np.array(sorted(data), dtype=np.int64)
+        return keys, np.stack([data[i] for i in keys])
+
+    live = VectorIndex(loader, large=1000)
+    q = data[3]
+    live.search(q, 3)
+    assert live._codes is None
+    for start in range(1000, 4000, 500):
+        batch = list(zip(range(start, start + 500), clustered(rng, 500, centers), strict=True))
+        data.update(batch)
+        live.update([], batch)
+    assert live._codes is not None and live._mat.dtype == np.float16
+    fresh = VectorIndex(loader, large=1000)
+    assert [i for i, _ in live.search(q, 10)] == [i for i, _ in fresh.search(q, 10)]

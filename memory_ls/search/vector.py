@@ -102,10 +102,7 @@ class VectorIndex:
         self._mat = mat
         self._codes = None
         if len(ids) >= self._large:
-            self._mat = mat.astype(np.float16, copy=False)
-            self._codes = np.concatenate(
-                [sign_codes(mat[i : i + 65536]) for i in range(0, len(mat), 65536)], axis=1
-            )
+            self._go_large()
         self._n = len(ids)
         self._alive = np.ones(self._n, dtype=bool)
         self._row = {int(i): r for r, i in enumerate(ids)}
@@ -155,6 +152,17 @@ class VectorIndex:
                 self._n += 1
             if self._n > 1024 and len(self._row) < self._n // 2:
                 self._compact()
+            if self._codes is None and len(self._row) >= self._large:
+                self._compact()  # an index that grew past LARGE while open (a first sync)
+                self._go_large()
+
+    def _go_large(self) -> None:
+        """float16 rows (half the memory) and their sign codes, built block by block."""
+        mat = self._mat
+        self._mat = mat.astype(np.float16, copy=False)
+        self._codes = np.concatenate(
+            [sign_codes(mat[i : i + 65536]) for i in range(0, len(mat), 65536)], axis=1
+        )
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self._n])
