@@ -363,9 +363,7 @@ class Store:
             elif self.dims:
                 self.ensure_vec_table(self.dims)
                 for cids, mat in vectors.blocks(self.conn):
-                    self._vec_insert(
-                        [(int(c), v.tobytes()) for c, v in zip(cids, mat, strict=True)]
-                    )
+                    self._vec_insert(list(zip(cids.tolist(), map(bytes, mat), strict=True)))
 
     def _vec_insert(self, items: Sequence[tuple[int, bytes]]) -> None:
         if self.has_vec_table and items:
