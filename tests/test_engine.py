@@ -399,6 +399,21 @@ def test_vector_mode_without_a_model_degrades_to_keywords(engine: MemoryEngine):
     assert paths(resp)[0] == "memory/2026-01-10-api-design.md"
 
 
+def test_a_postings_budget_drops_the_most_common_words_first():
+    from memory_ls.search.query import drop_common
+
+    n = 1_000_000
+    terms = [("hallonar", False), ("velsholummer", False), ("zuka", False), ("限", True)]
+    df = [238_000, 1_500, 274_000, 900_000]
+    # Both common words go, most common first; the rare one and the prefix term stay.
+    assert drop_common(terms, df, n, 0.3, 60_000) == [("velsholummer", False), ("限", True)]
+    assert drop_common(terms, df, n, 0.3, 250_000) == [terms[0], terms[1], terms[3]]
+    assert drop_common(terms, df, n, 0.3, 0) == [terms[0], terms[1], terms[2], terms[3]]
+    # A word in 2% of chunks or fewer is never dropped, and one word always stays.
+    assert drop_common(terms[1:3], [15_000, 20_000], n, 0.3, 1_000) == terms[1:3]
+    assert drop_common(terms[2:3], [274_000], n, 0.3, 1_000) == terms[2:3]
+
+
 def test_very_common_words_leave_the_keyword_query(tmp_path: Path):
     from memory_ls.search.query import drop_common
 

@@ -103,8 +103,10 @@ def run(
         all_terms = terms = query_terms(words)
         if terms:
             df, total = store.doc_frequencies([w for w, _ in terms])
-        if len(terms) > 1 and qs.common_term_fraction < 1:
-            terms = drop_common(terms, df, total, qs.common_term_fraction)
+        if len(terms) > 1:
+            terms = drop_common(
+                terms, df, total, qs.common_term_fraction, qs.keyword_postings_budget
+            )
         expr = match_expression(terms)
 
     cands: dict[int, Candidate] = {}
