@@ -107,6 +107,20 @@ def write_v2(src: Path, dest: Path) -> None:
     conn.close()
 
 
+def schema_2_index(
+    ws: Path, tmp_path: Path, model_path: Path
+) -> tuple[Path, Path, dict[int, np.ndarray], list[list[tuple[str, int, float]]]]:
+    """(schema 3 index, its schema 2 copy, the chunk vectors, the answers to QUERIES)."""
+    v3 = tmp_path / "v3.sqlite"
+    with engine(ws, v3, model_path) as e:
+        e.sync()
+        before = answers(e)
+        vectors = chunk_vectors(e)
+    v2 = tmp_path / "v2.sqlite"
+    write_v2(v3, v2)
+    return v3, v2, vectors, before
+
+
 def test_each_vector_is_stored_once_and_moves_to_the_cache_when_its_chunk_goes(
     ws: Path, tmp_path: Path, model_path: Path
 ):
@@ -153,13 +167,7 @@ def test_fts_keeps_no_text_and_an_edit_leaves_no_stale_tokens(ws: Path, tmp_path
 def test_a_schema_2_index_is_upgraded_in_place_with_nothing_lost(
     ws: Path, tmp_path: Path, model_path: Path
 ):
-    v3 = tmp_path / "v3.sqlite"
-    with engine(ws, v3, model_path) as e:
-        e.sync()
-        before = answers(e)
-        vectors = chunk_vectors(e)
-    v2 = tmp_path / "v2.sqlite"
-    write_v2(v3, v2)
+    _, v2, vectors, before = schema_2_index(ws, tmp_path, model_path)
     with engine(ws, v2, model_path) as e:
         assert not list(tmp_path.glob("*.corrupt-*"))  # upgraded, not moved aside
         report = e.sync()
@@ -224,13 +232,8 @@ def test_sqlite_vec_table_exists_only_while_it_is_the_backend(
 def test_a_rebuild_is_seeded_from_a_schema_2_index_without_embedding_again(
     ws: Path, tmp_path: Path, model_path: Path
 ):
-    v3 = tmp_path / "v3.sqlite"
-    with engine(ws, v3, model_path) as e:
-        e.sync()
-        vectors = chunk_vectors(e)
-        n = len(vectors)
-    v2 = tmp_path / "v2.sqlite"
-    write_v2(v3, v2)
+    v3, v2, vectors, _ = schema_2_index(ws, tmp_path, model_path)
+    n = len(vectors)
     seeded = Store(tmp_path / "new.sqlite")
     try:
         assert seeded.cache.copy_from(v2) >= n  # float32 vectors of schema 2, as float16

@@ -98,15 +98,23 @@ def test_an_edit_embeds_only_the_changed_chunks(tmp_path: Path, model_path: Path
     e.close()
 
 
+def dict_loader(data: dict[int, np.ndarray]):
+    """A VectorIndex loader over a dict that the test changes: what the store would hold."""
+
+    def load(float16_from: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        keys = np.array(sorted(data), dtype=np.int64)
+        return keys, np.stack([data[i] for i in keys])
+
+    return load
+
+
 def test_vector_index_updates_match_a_fresh_load():
     rng = np.random.default_rng(7)
     data = {i: rng.standard_normal(16).astype(np.float32) for i in range(1, 200)}
     for v in data.values():
         v /= np.linalg.norm(v)
 
-    def loader(float16_from: int = 0):
-        ids = np.array(sorted(data), dtype=np.int64)
-        return ids, np.stack([data[i] for i in ids])
+    loader = dict_loader(data)
 
     live = VectorIndex(loader)
     q = data[5]
@@ -207,9 +215,7 @@ def test_large_mode_follows_updates_like_a_fresh_load():
     centers = rng.standard_normal((50, 384)).astype(np.float32)
     data = {i + 1: v for i, v in enumerate(clustered(rng, 3000, centers))}
 
-    def loader(float16_from: int = 0):
-        keys = np.array(sorted(data), dtype=np.int64)
-        return keys, np.stack([data[i] for i in keys])
+    loader = dict_loader(data)
 
     live = VectorIndex(loader, large=500)
     q = data[7]
@@ -232,9 +238,7 @@ def test_an_index_that_grows_past_large_switches_mode_in_place():
     centers = rng.standard_normal((50, 384)).astype(np.float32)
     data = {i + 1: v for i, v in enumerate(clustered(rng, 300, centers))}
 
-    def loader(float16_from: int = 0):
-        keys = np.array(sorted(data), dtype=np.int64)
-        return keys, np.stack([data[i] for i in keys])
+    loader = dict_loader(data)
 
     live = VectorIndex(loader, large=1000)
     q = data[3]

@@ -63,12 +63,26 @@ class EmbeddingCache:
         return out
 
     def put(self, key: CacheKey, items: Sequence[tuple[str, bytes]]) -> None:
+        """Keep these vectors, except the ones chunks already hold (stored once)."""
+        if key == self.index_key():
+            held = self._held([h for h, _ in items])
+            items = [(h, b) for h, b in items if h not in held]
         now = time.time()
         self.conn.executemany(
             "INSERT OR REPLACE INTO embedding_cache(provider, model, provider_key, hash, "
             "embedding, used_at) VALUES (?, ?, ?, ?, ?, ?)",
             [(*key, h, f16_blob(b), now) for h, b in items],
         )
+
+    def _held(self, hashes: Sequence[str]) -> set[str]:
+        """Of these text hashes, those whose vector a chunk holds."""
+        out: set[str] = set()
+        for i in range(0, len(hashes), _PART):
+            part = list(hashes[i : i + _PART])
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT hash FROM chunks WHERE vec = 1 AND hash IN ({marks})"
+            out.update(h for (h,) in self.conn.execute(sql, part))
+        return out
 
     def claimed(self, hashes: Sequence[str]) -> None:
         """Chunks now hold the vectors of these texts: drop the cache's own copies."""

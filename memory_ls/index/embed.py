@@ -50,11 +50,11 @@ def embed_pending(
             dims = len(from_blob(next(iter(by_hash.values()))))
         with lock, store.transaction():
             store.ensure_vec_table(dims)
-            if ctx.cache_enabled and fresh:
-                store.cache.put(ctx.cache_key, list(fresh.items()))
             live = store.still_pending([(cid, h) for cid, h, _ in rows])
             items = [(cid, by_hash[h]) for cid, h, _ in rows if cid in live]
             store.set_embeddings(items, ctx.cache_key[1])
+            if ctx.cache_enabled and fresh:  # after: a store may skip what chunks now hold
+                store.cache.put(ctx.cache_key, list(fresh.items()))
         vectors_changed(store, ctx, [], [(cid, b) for cid, b in items])
         report.embedded += len(items)
         done += len(rows)
