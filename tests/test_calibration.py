@@ -15,7 +15,7 @@ from model_util import ensure_test_model
 
 from memory_ls.embeddings.factory import create_provider
 from memory_ls.engine import MemoryEngine
-from memory_ls.search.calibrate import Background, Moments, background, compressed, wanted
+from memory_ls.search.calibrate import Background, Moments, background, compressed, lift, policy
 from memory_ls.search.rerank import KEYWORD_ALONE, WEAK_BELOW
 from memory_ls.settings import Settings
 
@@ -40,10 +40,12 @@ def three(tmp_path: Path) -> Path:
     return root
 
 
-def local_settings(model_path: Path) -> Settings:
+def local_settings(model_path: Path, calibrate: str = "on") -> Settings:
+    """The local model; ``calibrate`` "on" by default here, so that all-MiniLM-L6-v2's scores
+    are calibrated ones (``auto``, the shipped default, only lifts them)."""
     s = Settings(provider="local")
     s.local.model_path = str(model_path)
-    s.query.calibrate = "on"  # "auto" leaves all-MiniLM-L6-v2 raw: these tests turn it on
+    s.query.calibrate = calibrate
     return s
 
 
@@ -89,10 +91,14 @@ def test_background_pools_moments_exactly():
 
 
 @pytest.mark.model
+@pytest.mark.parametrize("calibrate", ["auto", "on"])
 def test_a_question_by_meaning_is_answered_at_the_defaults(
-    three: Path, tmp_path: Path, model_path: Path
+    three: Path, tmp_path: Path, model_path: Path, calibrate: str
 ):
-    with MemoryEngine(three, local_settings(model_path), index_path=tmp_path / "i") as e:
+    """The issue's own example: no word of the question is in the answer (raw cosine 0.27)."""
+    s = local_settings(model_path, calibrate)
+    assert Settings().query.calibrate == "auto"  # the shipped default
+    with MemoryEngine(three, s, index_path=tmp_path / "i") as e:
         e.sync()
         resp = e.search("how do we throttle traffic")
         assert [h.path for h in resp.results][:1] == ["memory/2026-01-10-rate-limit.md"]
@@ -156,14 +162,20 @@ def test_auto_calibrates_a_compressed_model_and_leaves_minilm_raw(
         e.sync()
         assert e.search("quantum chromodynamics on a lattice").results == []
         assert e.search("how do we throttle traffic").results[0].path.endswith("rate-limit.md")
-    scores = {}
+    # MiniLM under "auto": the raw fusion's order and cosines, the scale lifted by the best
+    # hit's calibrated score, so the same list answers where "off" came back empty.
+    hits = {}
     for mode in ("auto", "off"):
         s.query.calibrate = mode
         with MemoryEngine(three, s, index_path=tmp_path / mode) as e:
             e.sync()
-            hits = e.search("how do we throttle traffic", min_score=0).results
-            scores[mode] = [h.vector_score for h in hits]
-    assert scores["auto"] == scores["off"] and scores["auto"][0] is not None
+            hits[mode] = e.search("how do we throttle traffic", min_score=0).results
+    auto, off = hits["auto"], hits["off"]
+    assert [h.path for h in auto] == [h.path for h in off]
+    assert [h.vector_score for h in auto] == [h.vector_score for h in off]
+    assert off[0].score < 0.35 <= WEAK_BELOW <= auto[0].score
+    factor = auto[0].score / off[0].score
+    assert [h.score for h in auto] == pytest.approx([h.score * factor for h in off])
 
 
 def test_compressed_tells_e5_like_ranges_from_minilm_like_ones():
@@ -174,8 +186,20 @@ def test_compressed_tells_e5_like_ranges_from_minilm_like_ones():
     shifted = np.hstack([spread, np.full((32, 1), 1.7)])
     shifted /= np.linalg.norm(shifted, axis=1, keepdims=True)
     assert compressed(shifted)  # (0 + 1.7^2) / (1 + 1.7^2) ~ 0.74
-    assert wanted("on", None) and not wanted("off", shifted) and not wanted("auto", None)
-    assert wanted("auto", shifted) and not wanted("auto", spread)
+    assert policy("on", None) == "scores" and policy("off", shifted) == "off"
+    assert policy("auto", None) == "off"  # no reference vectors: nothing to calibrate with
+    assert policy("auto", shifted) == "scores" and policy("auto", spread) == "lift"
+
+
+def test_lift_raises_the_scale_never_lowers_it():
+    assert lift([0.2, 0.1], [0.6, 0.05]) == pytest.approx(3.0)
+    assert lift([0.5, 0.1], [0.3]) == 1.0  # a calibrated score below the raw one: no change
+    assert lift([0.0], [0.4]) == 1.0 and lift([], []) == 1.0
+    # The lift's bar grows with the background: the best of 7,500 unrelated chunks stands out
+    # further by chance than the best of 35.
+    small, large = Background(0.1, 0.1, n=35), Background(0.1, 0.1, n=7500)
+    assert small.lift_score(0.5) > 0.5 > large.lift_score(0.5)
+    assert small.lift_score(0.5) < small.score(0.5)  # never below the "scores" bar here
 
 
 @pytest.mark.model
@@ -203,7 +227,7 @@ def test_cli_says_why_a_search_came_back_empty(three: Path, tmp_path: Path, mode
     ]
     cfg = three / ".memory-ls.toml"
     cfg.write_text(
-        f'provider = "local"\n[local]\nmodelPath = "{model_path}"\n[query]\ncalibrate = "on"\n'
+        f'provider = "local"\n[local]\nmodelPath = "{model_path}"\n'  # shipped scoring
     )
     out = subprocess.run(
         [*cmd, "--embed", "quantum chromodynamics on a lattice"],

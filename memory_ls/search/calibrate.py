@@ -14,6 +14,7 @@ monotone per query, so the vector side's order is the cosine order.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,12 @@ MIN_STD = 1e-3  # a background of identical vectors must not divide by zero
 # ``query.calibrate = "auto"`` calibrates a model whose unrelated reference passages sit this
 # close on average: multilingual-e5-small 0.77, all-MiniLM-L6-v2 0.07 (measured here).
 COMPRESSED_ABOVE = 0.4
+# The "lift" policy's bar grows with the background's size n: the largest of n unrelated
+# similarities grows like ln n, as the upper tail of cosines is about exponential, not Gaussian
+# (measured: the 95th percentile of no-answer queries' best z is 3.2 at n ~ 110, 4.0 at 160,
+# 5.0 at 1,400 and 6.5 at 7,500). Fitted with bench/eval.py on the dev sets (see README).
+LIFT_BASE = 0.8
+LIFT_PER_LN = 0.6
 
 # Reference passages: everyday topics, several languages, none about software or work notes
 # in particular, each a few sentences long like a memory chunk.
@@ -70,10 +77,15 @@ class Background:
 
     mean: float
     std: float
+    n: int = 0  # similarities pooled
 
-    def score(self, similarity: float) -> float:
+    def score(self, similarity: float, midpoint: float = MIDPOINT) -> float:
         z = (similarity - self.mean) / self.std
-        return 1.0 / (1.0 + math.exp(-SLOPE * (z - MIDPOINT)))
+        return 1.0 / (1.0 + math.exp(-SLOPE * (z - midpoint)))
+
+    def lift_score(self, similarity: float) -> float:
+        """The calibrated score under the "lift" policy: the bar grows with ln n."""
+        return self.score(similarity, LIFT_BASE + LIFT_PER_LN * math.log(max(self.n, 2)))
 
 
 @dataclass(frozen=True)
@@ -100,7 +112,7 @@ def background(*parts: Moments | None) -> Background | None:
         return None
     mean = sum(m.n * m.mean for m in have) / n
     var = sum(m.n * m.mean_sq for m in have) / n - mean * mean
-    return Background(mean, max(math.sqrt(max(var, 0.0)), MIN_STD))
+    return Background(mean, max(math.sqrt(max(var, 0.0)), MIN_STD), n)
 
 
 def compressed(reference: np.ndarray) -> bool:
@@ -112,8 +124,29 @@ def compressed(reference: np.ndarray) -> bool:
     return float((gram.sum() - np.trace(gram)) / (n * (n - 1))) >= COMPRESSED_ABOVE
 
 
-def wanted(mode: str, reference: np.ndarray | None) -> bool:
-    """``query.calibrate``: "on", "off", or "auto" (on when the model's cosines are compressed)."""
+def policy(mode: str, reference: np.ndarray | None) -> str:
+    """How ``query.calibrate`` enters the scores: "scores", "lift" or "off".
+
+    "scores" replaces each cosine by its calibrated score ("on", or "auto" for a model whose
+    cosines are compressed, where raw cosines would let everything pass ``minScore``).
+    "lift" ("auto" for any other model) keeps the raw fusion, whose order measured best for
+    such models, and lets the best candidate's calibrated score raise the whole list when it
+    is higher (``lift``): a chunk that stands out by meaning answers even when its raw cosine
+    is modest, as paraphrases are with all-MiniLM-L6-v2; its bar grows with the size of the
+    background (``Background.lift_score``), as the best of many unrelated chunks stands out
+    further by chance. "off": raw cosines only."""
     if mode == "on":
-        return True
-    return mode == "auto" and reference is not None and compressed(reference)
+        return "scores"
+    if mode != "auto" or reference is None:
+        return "off"
+    return "scores" if compressed(reference) else "lift"
+
+
+def lift(raw: Sequence[float], calibrated: Sequence[float]) -> float:
+    """The factor (>= 1) that takes the best raw score to the best calibrated one.
+
+    Multiplying every score of a query by one factor keeps the raw order; only the scale that
+    ``minScore`` reads changes, so the best hit carries the calibrated confidence."""
+    top = max(raw, default=0.0)
+    best = max(calibrated, default=0.0)
+    return best / top if top > 0 and best > top else 1.0

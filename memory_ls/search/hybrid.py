@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 
 import numpy as np
@@ -10,7 +10,7 @@ import numpy as np
 from ..index.backend import IndexBackend
 from ..index.rows import ChunkRow
 from ..settings import QuerySettings
-from .calibrate import Moments, background, wanted
+from .calibrate import Background, Moments, background, lift, policy
 from .citations import format_citation
 from .highlight import highlight_rows, terms_in
 from .query import Filters, drop_common, match_expression, parse_filters, query_terms
@@ -96,6 +96,8 @@ def run(
     if filters.active() or req.sources or req.path_prefix:
         pool *= 4  # filters are applied after retrieval
     expr = None
+    bg: Background | None = None
+    how = "off"
     all_terms: list[tuple[str, bool]] = []
     df: list[int] = []
     total = 0
@@ -119,7 +121,8 @@ def run(
         assert vectors is not None and qvec is not None
         knn, corpus = vectors.knn(qvec, pool)
         ref = Moments.of(reference @ qvec) if reference is not None and len(reference) else None
-        bg = background(corpus, ref) if wanted(qs.calibrate, reference) else None
+        how = policy(qs.calibrate, reference)
+        bg = background(corpus, ref) if how != "off" else None
         for rank, (cid, sim) in enumerate(knn, start=1):
             c = cands.setdefault(cid, Candidate(cid))
             c.vector, c.vector_rank = sim, rank
@@ -130,7 +133,7 @@ def run(
         missing = [cid for cid, c in cands.items() if c.vector is None]
         for cid, sim in vectors.similarity(qvec, missing).items():
             cands[cid].vector = sim
-        if bg is not None:
+        if bg is not None and how == "scores":
             for c in cands.values():
                 if c.vector is not None:
                     c.vector = bg.score(c.vector)
@@ -150,20 +153,33 @@ def run(
     # word of a long question is no answer, however well it ranks among the matches.
     best_text = next((r.text for c, r in kept if bm25.get(c.chunk_id) == best_bm), None)
     cover = coverage(terms_in(best_text, all_terms), all_terms, df, total) if best_text else 0.0
-    scored: list[tuple[Candidate, ChunkRow]] = []
-    below, best_below = 0, 0.0
-    for c, row in kept:
+
+    def fused(c: Candidate) -> float:
+        if mode == "keyword":
+            return max(c.text, KEYWORD_ALONE * c.text_rel)
+        if mode == "vector":
+            return max(c.vector or 0.0, 0.0)
+        if hy.fusion == "rrf":
+            return fuse_rrf(c, hy.rrf_k)
+        return fuse_weighted(c, hy.vector_weight, hy.text_weight)
+
+    for c, _ in kept:
         if c.chunk_id in bm25:
             c.text_rel = bm25_score(bm25[c.chunk_id], best_bm)
             c.text = cover * c.text_rel
-        if mode == "keyword":
-            c.score = max(c.text, KEYWORD_ALONE * c.text_rel)
-        elif mode == "vector":
-            c.score = max(c.vector or 0.0, 0.0)
-        elif hy.fusion == "rrf":
-            c.score = fuse_rrf(c, hy.rrf_k)
-        else:
-            c.score = fuse_weighted(c, hy.vector_weight, hy.text_weight)
+        c.score = fused(c)
+    if bg is not None and how == "lift" and (mode == "vector" or hy.fusion == "weighted"):
+        calibrated = [
+            fused(replace(c, vector=bg.lift_score(c.vector)))
+            for c, _ in kept
+            if c.vector is not None
+        ]
+        factor = lift([c.score for c, _ in kept], calibrated)
+        for c, _ in kept:
+            c.score = min(1.0, c.score * factor)
+    scored: list[tuple[Candidate, ChunkRow]] = []
+    below, best_below = 0, 0.0
+    for c, row in kept:
         if qs.temporal_decay.enabled:
             c.score = decay(c.score, row.date, today, qs.temporal_decay.half_life_days)
         if c.score >= req.threshold * TAIL:
