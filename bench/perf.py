@@ -417,6 +417,7 @@ def worker(args: argparse.Namespace, n_files: int) -> dict[str, Any]:
             vec.embed_pending()
             vec.close()
             res["rssAfterVectorsMB"] = peak_rss_mb()
+            res["reopened"] = reopened(root, tmp / "vec.sqlite", args.seed, queries[0])
 
         # 3. the real local model on a subset, extrapolated ---------------------------------
         if args.model:
@@ -425,6 +426,33 @@ def worker(args: argparse.Namespace, n_files: int) -> dict[str, Any]:
     res["peakRssMB"] = peak_rss_mb()
     res["loadAvgEnd"] = os.getloadavg()[0]
     return res
+
+
+def reopened(root: Path, index: Path, seed: int, query: str) -> dict[str, Any]:
+    """What an editor restarted on the finished index holds: a fresh process opens it, answers
+    one hybrid search, and reports its resident memory then (not the builder's peak)."""
+    cmd = [sys.executable, __file__, "--reopen", str(root), str(index), str(seed), query]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def reopen_and_search(root: Path, index: Path, seed: int, query: str) -> dict[str, Any]:
+    from memory_ls.engine import MemoryEngine
+    from memory_ls.settings import Settings
+
+    t0 = time.perf_counter()
+    rp = RandomProjectionProvider(Corpus(seed).vocab)
+    with MemoryEngine(root, Settings(), provider=rp, index_path=index) as engine:
+        resp = engine.search(query, mode="hybrid")
+        # VmHWM, not ru_maxrss: Linux carries the forking parent's peak into the child's.
+        status = Path("/proc/self/status").read_text() if Path("/proc/self/status").exists() else ""
+        kb = dict(re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", status, re.M))
+        return {
+            "firstSearchS": (time.perf_counter() - t0),
+            "hits": len(resp.results),
+            "rssMB": int(kb["VmRSS"]) / 1024 if "VmRSS" in kb else None,
+            "peakRssMB": int(kb["VmHWM"]) / 1024 if "VmHWM" in kb else None,
+        }
 
 
 def file_chunks(index: Path, path: str) -> int:
@@ -640,6 +668,19 @@ def report(results: list[dict[str, Any]]) -> str:
     )
     row("peak RSS overall (MB)", lambda r: f"{r['peakRssMB']:.0f}")
     row(
+        "reopened: resident after the first hybrid search / its peak (MB)",
+        lambda r: (
+            f"{r['reopened']['rssMB']:.0f} / {r['reopened']['peakRssMB']:.0f}"
+            if r.get("reopened") and r["reopened"].get("rssMB")
+            else "-"
+        ),
+        "< 2 GB at 1M",
+    )
+    row(
+        "reopened: open + first hybrid search (s)",
+        lambda r: f"{r['reopened']['firstSearchS']:.1f}" if r.get("reopened") else "-",
+    )
+    row(
         "machine load average at start / end (other processes)",
         lambda r: f"{r['loadAvgStart']:.2f} / {r['loadAvgEnd']:.2f}",
     )
@@ -670,9 +711,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--json", type=Path, metavar="OUT", help="write the numbers as JSON")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--reopen", nargs=4, help=argparse.SUPPRESS)
     ap.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
+    if args.reopen:
+        root, index, seed, query = args.reopen
+        print(json.dumps(reopen_and_search(Path(root), Path(index), int(seed), query)))
+        return 0
     if args.worker:
         res = worker(args, args.worker)
         args.worker_out.write_text(json.dumps(res))
