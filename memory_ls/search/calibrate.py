@@ -9,6 +9,10 @@ of three notes still has a background). A similarity ``z`` standard deviations a
 background mean scores ``1 / (1 + exp(-SLOPE * (z - MIDPOINT)))``: about 0.5 for a chunk that
 stands out by MIDPOINT deviations, near 0 for one that looks like the background. The map is
 monotone per query, so the vector side's order is the cosine order.
+
+How these scores enter the fusion depends on the model (``policy``): they replace the cosines
+of a model whose cosines are compressed; for any other model the raw fusion keeps its order
+and the best calibrated score only lifts the scale (``lift``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -124,7 +129,10 @@ def compressed(reference: np.ndarray) -> bool:
     return float((gram.sum() - np.trace(gram)) / (n * (n - 1))) >= COMPRESSED_ABOVE
 
 
-def policy(mode: str, reference: np.ndarray | None) -> str:
+Policy = Literal["scores", "lift", "off"]
+
+
+def policy(mode: str, reference: np.ndarray | None) -> Policy:
     """How ``query.calibrate`` enters the scores: "scores", "lift" or "off".
 
     "scores" replaces each cosine by its calibrated score ("on", or "auto" for a model whose

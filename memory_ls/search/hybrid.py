@@ -10,7 +10,7 @@ import numpy as np
 from ..index.backend import IndexBackend
 from ..index.rows import ChunkRow
 from ..settings import QuerySettings
-from .calibrate import Background, Moments, background, lift, policy
+from .calibrate import Background, Moments, Policy, background, lift, policy
 from .citations import format_citation
 from .highlight import highlight_rows, terms_in
 from .query import Filters, drop_common, match_expression, parse_filters, query_terms
@@ -97,7 +97,7 @@ def run(
         pool *= 4  # filters are applied after retrieval
     expr = None
     bg: Background | None = None
-    how = "off"
+    how: Policy = "off"
     all_terms: list[tuple[str, bool]] = []
     df: list[int] = []
     total = 0
