@@ -44,6 +44,38 @@ def test_hybrid_search_finds_meaning_not_just_words(ws: Path, tmp_path: Path, mo
     e.close()
 
 
+def test_vector_side_beside_the_keyword_side_gives_the_same_answers(
+    ws: Path, tmp_path: Path, model_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """On a large matrix the vector side runs on a worker thread while FTS5 runs: the answers
+    must be exactly those of the sequential search (here forced on a small index)."""
+    from memory_ls.search import hybrid
+
+    queries = ["how do we throttle clients", "deploy to production", "postgres", "tabs or spaces"]
+    with model_engine(ws, tmp_path / "i.sqlite", model_path) as e:
+        e.sync()
+
+        def answers() -> list[list[tuple[str, int, float]]]:
+            return [
+                [(h.path, h.start_line, h.score) for h in e.search(q, min_score=0).results]
+                for q in queries
+            ]
+
+        sequential = answers()
+        beside = []
+        real_submit = hybrid._SIDES.submit
+
+        def submit(fn, *args):
+            beside.append(fn)
+            return real_submit(fn, *args)
+
+        monkeypatch.setattr(hybrid, "PARALLEL_FROM", 0)
+        monkeypatch.setattr(hybrid._SIDES, "submit", submit)
+        assert answers() == sequential
+        assert len(beside) == len(queries)  # every hybrid query took the parallel path
+        assert any(hits for hits in sequential)
+
+
 def test_numpy_and_sqlite_vec_give_the_same_top_k(ws: Path, tmp_path: Path, model_path: Path):
     for i in range(30):
         write(

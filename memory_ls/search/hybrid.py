@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import date
 
@@ -32,6 +33,10 @@ from .vector import SqliteVecIndex, VectorIndex
 # minScore gates the best result; once a search answers, results down to TAIL x minScore come
 # along (on LoCoMo, a plain per-result cut hid a relevant hit from a tenth of the answers).
 TAIL = 0.5
+# From this many vectors the vector side runs on ``_SIDES`` while the keyword side runs here
+# (below it both sides take a few milliseconds and a thread hop is not worth it).
+PARALLEL_FROM = 100_000
+_SIDES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-ls-vector-side")
 
 
 @dataclass(frozen=True)
@@ -113,13 +118,20 @@ def run(
 
     cands: dict[int, Candidate] = {}
     bm25: dict[int, float] = {}
+    # On a large in-memory matrix the vector side runs beside the keyword side: FTS5 and numpy
+    # both release the GIL, so a hybrid search costs the slower side, not both.
+    beside = None
+    large = isinstance(vectors, VectorIndex) and vectors.size >= PARALLEL_FROM
+    if use_vec and expr and words.strip() and large:
+        assert vectors is not None and qvec is not None
+        beside = _SIDES.submit(vectors.knn, qvec, pool)
     if expr:
         for rank, (cid, bm) in enumerate(store.fts_search(expr, pool), start=1):
             cands[cid] = Candidate(cid, text_rank=rank)
             bm25[cid] = bm
     if use_vec and words.strip():
         assert vectors is not None and qvec is not None
-        knn, corpus = vectors.knn(qvec, pool)
+        knn, corpus = beside.result() if beside is not None else vectors.knn(qvec, pool)
         ref = Moments.of(reference @ qvec) if reference is not None and len(reference) else None
         how = policy(qs.calibrate, reference)
         bg = background(corpus, ref) if how != "off" else None
