@@ -262,6 +262,14 @@ def test_large_mode_follows_updates_like_a_fresh_load():
     assert [i for i, _ in live.search(q, 10)] == [i for i, _ in fresh.search(q, 10)]
     assert live.size == fresh.size == len(data)
     assert live.similarity(q, [7, 5000]).keys() == {5000}  # 7 was removed
+    # The background counts live rows as they are now (its sample is kept per version of
+    # the rows: a stale one would still count the 3,000 rows of the first load).
+    (_, before), (_, after) = live.knn(q, 10), fresh.knn(q, 10)
+    assert before is not None and after is not None and before.n == after.n == len(data)
+    live.update([5000], [])
+    _, moments = live.knn(q, 10)
+    assert moments is not None and moments.n == len(data) - 1
+    assert 5000 not in {i for i, _ in live.search(q, 50)}
 
 
 def test_an_index_that_grows_past_large_switches_mode_in_place():

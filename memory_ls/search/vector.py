@@ -78,6 +78,10 @@ class VectorIndex:
         self._alive = np.zeros(0, dtype=bool)
         self._n = 0
         self._row: dict[int, int] = {}
+        self._version = 0  # bumped by every change to the rows, under the lock
+        # Large mode, per version: (version, dead rows, the background sample as float32),
+        # so a query does not convert 4,096 float16 rows or invert a 1M-long mask each time.
+        self._per_version: tuple[int, np.ndarray, np.ndarray, int] | None = None
 
     @property
     def size(self) -> int:
@@ -85,6 +89,7 @@ class VectorIndex:
 
     def invalidate(self) -> None:
         with self._lock:
+            self._version += 1
             self._loaded = False
             self._row = {}
             self._n = 0
@@ -98,6 +103,7 @@ class VectorIndex:
         if self._loaded:
             return
         ids, mat = self._loader(self._large)
+        self._version += 1
         self._ids = ids
         self._mat = mat
         self._codes = None
@@ -113,6 +119,7 @@ class VectorIndex:
         with self._lock:
             if not self._loaded:
                 return
+            self._version += 1
             for cid in removed:
                 r = self._row.pop(int(cid), None)
                 if r is not None:
@@ -210,14 +217,23 @@ class VectorIndex:
         from an even sample (scaled to every live row, so it pools like a full scan's)."""
         assert self._codes is not None
         n = self._n
+        if self._per_version is None or self._per_version[0] != self._version:
+            step = max(1, n // BACKGROUND_SAMPLE)
+            sample = np.flatnonzero(alive[::step]) * step
+            dead = np.flatnonzero(~alive)
+            self._per_version = (
+                self._version,
+                dead,
+                self._mat[sample].astype(np.float32),
+                int(alive.sum()),
+            )
+        _, dead, background_rows, live = self._per_version
         differ = hamming(self._codes[:, :n], sign_codes(q))
-        differ[~alive] = np.iinfo(np.uint16).max  # never within the bound of live rows
+        differ[dead] = np.iinfo(np.uint16).max  # never within the bound of live rows
         rows = nearest_rows(differ, max(RESCORE, 4 * k))
         scores = self._mat[rows].astype(np.float32) @ q
-        step = max(1, n // BACKGROUND_SAMPLE)
-        sample = np.flatnonzero(alive[::step]) * step
-        m = Moments.of(self._mat[sample].astype(np.float32) @ q)
-        return rows, scores, Moments(int(alive.sum()), m.mean, m.mean_sq)
+        m = Moments.of(background_rows @ q)
+        return rows, scores, Moments(live, m.mean, m.mean_sq)
 
     def similarity(self, query: np.ndarray, chunk_ids: Sequence[int]) -> dict[int, float]:
         """Exact cosine for given chunks (those without a vector are left out)."""
