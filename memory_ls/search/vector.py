@@ -79,8 +79,8 @@ class VectorIndex:
         self._n = 0
         self._row: dict[int, int] = {}
         self._version = 0  # bumped by every change to the rows, under the lock
-        # Large mode, per version: (version, dead rows, the background sample as float32),
-        # so a query does not convert 4,096 float16 rows or invert a 1M-long mask each time.
+        # Large mode, per version: (version, dead rows, the background sample as float32, live
+        # rows), so a query does not convert 4,096 float16 rows or scan a 1M-long mask.
         self._per_version: tuple[int, np.ndarray, np.ndarray, int] | None = None
 
     @property
