@@ -250,3 +250,27 @@ def test_a_rebuild_is_seeded_from_a_schema_2_index_without_embedding_again(
             assert v.shape == (384,) and float(v @ vectors[cid]) > 0.9999
     finally:
         seeded.close()
+
+
+def test_background_sample_is_spread_over_the_ids_and_skips_holes():
+    """sqlite-vec's calibration sample: looked up by id (no pass over the table), even over
+    the id range, only vectors that exist, at most ``limit``, all of a small index."""
+    from memory_ls.index.vectors import sample_embeddings
+
+    conn, _ = connect(":memory:", vec=False)
+    conn.execute("CREATE TABLE chunk_vectors (id INTEGER PRIMARY KEY, embedding BLOB)")
+    rng = np.random.default_rng(1)
+    vecs = {i: rng.standard_normal(8).astype(np.float16) for i in range(1, 1001)}
+    conn.executemany(
+        "INSERT INTO chunk_vectors VALUES (?, ?)", [(i, v.tobytes()) for i, v in vecs.items()]
+    )
+    assert sample_embeddings(conn, 2000, 8).shape == (1000, 8)  # a small index: every vector
+    conn.execute("DELETE FROM chunk_vectors WHERE id % 2 = 0")  # holes: the even ids
+    got = sample_embeddings(conn, 100, 8)
+    assert 0 < len(got) <= 100
+    odd = np.stack([v.astype(np.float32) for i, v in vecs.items() if i % 2])
+    odd /= np.linalg.norm(odd, axis=1, keepdims=True)
+    nearest = (got @ odd.T).max(axis=1)
+    assert np.all(nearest > 0.999)  # each sampled row is one of the vectors that exist
+    conn.execute("DELETE FROM chunk_vectors")
+    assert sample_embeddings(conn, 100, 8).shape == (0, 8)
