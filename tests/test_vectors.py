@@ -242,13 +242,16 @@ def test_large_mode_finds_what_an_exact_scan_finds():
         assert abs(score - float(mat[cid - 1] @ queries[0])) < 2e-3
 
 
-def test_large_mode_follows_updates_like_a_fresh_load():
-    rng = np.random.default_rng(5)
+def topics(seed: int, n: int) -> tuple[np.random.Generator, np.ndarray, dict[int, np.ndarray]]:
+    """n clustered vectors keyed 1..n, with the generator and the 50 centres for more."""
+    rng = np.random.default_rng(seed)
     centers = rng.standard_normal((50, 384)).astype(np.float32)
-    data = {i + 1: v for i, v in enumerate(clustered(rng, 3000, centers))}
+    return rng, centers, {i + 1: v for i, v in enumerate(clustered(rng, n, centers))}
 
+
+def test_large_mode_follows_updates_like_a_fresh_load():
+    rng, centers, data = topics(5, 3000)
     loader = dict_loader(data)
-
     live = VectorIndex(loader, large=500)
     q = data[7]
     live.search(q, 3)  # load: large mode
@@ -274,12 +277,8 @@ def test_large_mode_follows_updates_like_a_fresh_load():
 
 def test_an_index_that_grows_past_large_switches_mode_in_place():
     # A first sync fills the open index chunk batch by chunk batch: it must not stay float32.
-    rng = np.random.default_rng(9)
-    centers = rng.standard_normal((50, 384)).astype(np.float32)
-    data = {i + 1: v for i, v in enumerate(clustered(rng, 300, centers))}
-
+    rng, centers, data = topics(9, 300)
     loader = dict_loader(data)
-
     live = VectorIndex(loader, large=1000)
     q = data[3]
     live.search(q, 3)

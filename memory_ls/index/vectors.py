@@ -71,8 +71,13 @@ def sample_embeddings(conn: Any, limit: int, dims_hint: int) -> np.ndarray:
         rows += conn.execute(sql, part).fetchall()
     if len({len(b) for (b,) in rows}) != 1:  # none, or vectors of two models mid-rebuild
         return np.zeros((0, dims_hint or 1), dtype=np.float32)
-    raw = np.frombuffer(b"".join(b for (b,) in rows), dtype=np.float16)
-    return unit_f32(raw.reshape(len(rows), -1))
+    return _unit_rows([b for (b,) in rows])
+
+
+def _unit_rows(blobs: Sequence[bytes]) -> np.ndarray:
+    """Stored float16 vectors of one size as unit float32 rows."""
+    raw = np.frombuffer(b"".join(blobs), dtype=np.float16)
+    return unit_f32(raw.reshape(len(blobs), -1))
 
 
 def blocks(conn: Any, size: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -82,8 +87,7 @@ def blocks(conn: Any, size: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray
         dims = len(rows[0][1]) // 2
         rows = [r for r in rows if len(r[1]) == dims * 2]  # vectors of another size: skipped
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        raw = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16).reshape(len(rows), dims)
-        yield ids, unit_f32(raw)
+        yield ids, _unit_rows([r[1] for r in rows])
 
 
 def all_embeddings(
