@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from ..chunking import ChunkLimits
 from ..embeddings.base import EmbeddingError, EmbeddingProvider, normalize
 from ..embeddings.batch import batch_embedder_for
-from ..index.embed import embed_pending
+from ..index.embed import embed_lines, embed_pending
 from ..index.readers import ReaderPool
 from ..index.rows import to_blob
 from ..index.schema import SCHEMA_VERSION
@@ -40,7 +41,7 @@ from ..search.vector import VectorIndex
 from ..settings import Settings, cache_dir
 from ..text import rules_stamp
 from ..workspace import PathError, Workspace
-from .providers import ProviderPolicy
+from .providers import ProviderPolicy, readable
 from .reference import reference_vectors
 from .target import EmbedTarget
 
@@ -269,6 +270,16 @@ class Indexer:
             )
             with target.lock:
                 target.store.cache.evict(self.settings.cache.max_entries)
+            embed_lines(
+                target.store,
+                provider,
+                target.lock,
+                self.settings.query.lines.max_chunks,
+                progress,
+                batch_size=self._batch_size(),
+                should_stop=should_stop,
+                readable=partial(readable, provider),
+            )
         except EmbeddingError as exc:
             if self.policy.switch_to_fallback(exc):
                 self._provider_changed()

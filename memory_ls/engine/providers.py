@@ -100,7 +100,7 @@ class ProviderPolicy:
             if cached is not None:
                 self._query_cache.move_to_end(key)
                 return cached, None
-        unknown = self._unknown_ratio(provider, query)
+        unknown = unknown_ratio(provider, query)
         if unknown > MAX_UNKNOWN_QUERY_TOKENS:
             return None, (
                 f"the embedding model does not know {unknown:.0%} of this query's tokens; "
@@ -123,17 +123,23 @@ class ProviderPolicy:
                 self._query_cache.popitem(last=False)
         return vec, None
 
-    @staticmethod
-    def _unknown_ratio(provider: EmbeddingProvider, query: str) -> float:
-        check = getattr(provider, "unknown_ratio", None)  # only the local model can tell
-        if check is None:
-            return 0.0
-        try:
-            return float(check(query))
-        except EmbeddingError:
-            return 0.0
-
     def close(self) -> None:
         if self.current is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self.current.close()
+
+
+def unknown_ratio(provider: EmbeddingProvider, text: str) -> float:
+    """The share of the text's tokens the model cannot read (0 when it cannot tell)."""
+    check = getattr(provider, "unknown_ratio", None)  # only the local model can tell
+    if check is None:
+        return 0.0
+    try:
+        return float(check(text))
+    except EmbeddingError:
+        return 0.0
+
+
+def readable(provider: EmbeddingProvider, text: str) -> bool:
+    """The model reads enough of the text for its vector to mean something."""
+    return unknown_ratio(provider, text) <= MAX_UNKNOWN_QUERY_TOKENS

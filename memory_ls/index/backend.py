@@ -16,6 +16,7 @@ import numpy as np
 
 from ..chunking import Chunk
 from .cache import CacheKey
+from .line_vectors import LineVectors
 from .rows import ChunkRow, ChunkState, FileState
 
 # (removed chunk ids, added (chunk id, vector blob or None)) of one write
@@ -34,6 +35,8 @@ class IndexBackend(Protocol):
     def cache(self) -> EmbeddingCacheBackend: ...
     @property
     def vec_reason(self) -> str | None: ...  # why its own vector search is unavailable
+    @property
+    def lines(self) -> LineVectors | None: ...  # None: this backend keeps no line vectors
 
     # -- lifecycle and transactions ---------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]: ...

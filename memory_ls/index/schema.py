@@ -19,7 +19,8 @@ log = logging.getLogger(__name__)
 # 2: files.tail, where a growing transcript's next sync starts reading (upgraded in place).
 # 3: a third of the size (upgraded in place, see upgrade_to_3): chunk vectors in their own table
 #    as float16, the FTS5 table contentless, the cache holding each vector once.
-SCHEMA_VERSION = 3
+# 4: line vectors (chunk_lines, chunks.lines) for re-scoring by a chunk's best line.
+SCHEMA_VERSION = 4
 
 
 def sqlite_module() -> ModuleType:
@@ -94,7 +95,8 @@ CREATE TABLE IF NOT EXISTS chunks (
   model TEXT NOT NULL DEFAULT '',
   text TEXT NOT NULL,
   vec INTEGER NOT NULL DEFAULT 0,  -- 1 once chunk_vectors holds its vector
-  updated_at REAL NOT NULL
+  updated_at REAL NOT NULL,
+  lines INTEGER NOT NULL DEFAULT 0  -- 1 once its lines are embedded (see line_vectors.py)
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
@@ -107,6 +109,12 @@ CREATE TABLE IF NOT EXISTS chunk_vectors (
 -- Contentless: the text lives in chunks once; a delete names the tokens it removes.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
   body, content = '', tokenize = '{FTS_TOKENIZER}'
+);
+-- The vectors of a chunk's lines, float16, unit length; ``rows``: each vector's line (uint16).
+CREATE TABLE IF NOT EXISTS chunk_lines (
+  id INTEGER PRIMARY KEY,  -- chunks.id
+  rows BLOB NOT NULL,
+  vectors BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS embedding_cache (
   provider TEXT NOT NULL,
@@ -121,30 +129,45 @@ CREATE INDEX IF NOT EXISTS embedding_cache_lru ON embedding_cache(used_at);
 """
 
 
+# Not in DDL: an index of schema 3 has no ``lines`` column until ``upgrade`` adds it.
+LINES_PENDING = (
+    "CREATE INDEX IF NOT EXISTS chunks_lines_pending ON chunks(id) WHERE vec = 1 AND lines = 0"
+)
+
+
 def create(conn: Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.executescript(DDL)
+    if "lines" in _columns(conn, "chunks"):
+        conn.execute(LINES_PENDING)
+
+
+def _columns(conn: Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
 def upgrade(conn: Connection, version: str) -> bool:
     """Bring an index of an older schema up to date in place, in one transaction; False when
     it cannot be (the caller then moves it aside and rebuilds)."""
-    if version not in ("1", "2"):
+    if version not in ("1", "2", "3"):
         return False
     conn.execute("BEGIN IMMEDIATE")
     try:
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(files)")}
-        if "tail" not in columns:  # transcripts without it are read whole once, then by tail
+        if "tail" not in _columns(conn, "files"):  # transcripts: read whole once, then by tail
             conn.execute("ALTER TABLE files ADD COLUMN tail TEXT")
         _upgrade_to_3(conn)
+        if "lines" not in _columns(conn, "chunks"):  # 4: every chunk's lines still to embed
+            conn.execute("ALTER TABLE chunks ADD COLUMN lines INTEGER NOT NULL DEFAULT 0")
+            conn.execute(LINES_PENDING)
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    conn.execute("VACUUM")  # hand the freed pages back: the file shrinks to its new size
+    if version != "3":  # 3 -> 4 adds a column and frees nothing
+        conn.execute("VACUUM")  # hand the freed pages back: the file shrinks to its new size
     return True
 
 
@@ -152,8 +175,7 @@ def _upgrade_to_3(conn: Connection) -> None:
     """Vectors out of ``chunks`` into ``chunk_vectors`` as float16, FTS5 contentless, and the
     cache without the vectors that chunks hold."""
     conn.create_function("f16", 1, f16_blob, deterministic=True)
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}
-    if "embedding" in columns:
+    if "embedding" in _columns(conn, "chunks"):
         conn.execute("ALTER TABLE chunks ADD COLUMN vec INTEGER NOT NULL DEFAULT 0")
         conn.execute(
             "INSERT INTO chunk_vectors(id, embedding) "

@@ -22,6 +22,7 @@ from ..chunking import Chunk
 from ..text import fts_text
 from . import schema, vectors
 from .cache import EmbeddingCache
+from .line_vectors import LineVectors
 from .rows import ChunkRow, ChunkState, FileState, to_blob
 from .schema import DatabaseError, connect, f16_blob, f32_blob, move_aside
 from .vocab import DocFrequencies
@@ -42,6 +43,7 @@ class Store:
         self._after_commit: list[Callable[[], None]] = []
         self._df = DocFrequencies(self.conn)
         self.cache = EmbeddingCache(self.conn)
+        self.lines = LineVectors(self.conn)
 
     @classmethod
     def open(cls, path: Path) -> Store:
@@ -184,7 +186,7 @@ class Store:
                 date,
                 lines,
                 json.dumps(list(line_map)) if line_map else None,
-                json.dumps(tail, separators=(",", ":")) if tail is not None else None,
+                _tail_json(tail),
             ),
         )
 
@@ -208,16 +210,7 @@ class Store:
             "WHEN line_map IS NULL THEN '[' || ?7 || ']' "
             "ELSE substr(line_map, 1, length(line_map) - 1) || ', ' || ?7 || ']' END "
             "WHERE path = ?8",
-            (
-                hash_,
-                mtime,
-                size,
-                date,
-                lines,
-                json.dumps(tail, separators=(",", ":")) if tail is not None else None,
-                more,
-                path,
-            ),
+            (hash_, mtime, size, date, lines, _tail_json(tail), more, path),
         )
 
     def touch_file(self, path: str, mtime: float, size: int) -> None:
@@ -264,6 +257,7 @@ class Store:
             self.conn.executemany("DELETE FROM chunks_vec WHERE rowid = ?", params)
         self.conn.executemany("DELETE FROM chunk_vectors WHERE id = ?", params)
         self.conn.executemany("DELETE FROM chunks WHERE id = ?", params)
+        self.lines.delete(ids)
 
     def replace_chunks(
         self, path: str, source: str, chunks: Sequence[Chunk], known: dict[str, bytes], model: str
@@ -437,3 +431,7 @@ class Store:
             "pendingEmbeddings": self.count_pending(),
             "cacheEntries": self.cache.count(),
         }
+
+
+def _tail_json(tail: dict[str, Any] | None) -> str | None:
+    return json.dumps(tail, separators=(",", ":")) if tail is not None else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..index.backend import IndexBackend
@@ -70,14 +70,19 @@ def terms_in(text: str, terms: Sequence[Term]) -> set[Term]:
     return found.get(0, set())
 
 
-def highlight(query: str, chunks: Sequence[tuple[str, Sequence[int]]]) -> list[Highlight]:
+def highlight(
+    query: str,
+    chunks: Sequence[tuple[str, Sequence[int]]],
+    closest: Sequence[Mapping[int, float]] | None = None,
+) -> list[Highlight]:
     """For each chunk, given as its text and the original line number of each of its lines:
     the line matching most of the query's words, and the query's terms found in the chunk.
 
     A word counts in proportion to its terms a line holds (a CJK word by its grams), so one
     long CJK word does not outweigh the other words. On a tie a body line beats a heading
-    that only names the topic, then the earlier line wins. A chunk matching no term (a
-    vector-only hit) points at its first line."""
+    that only names the topic, then the line closest to the query by meaning (``closest``:
+    per chunk, line index -> cosine of its line vector), then the earlier line. A chunk
+    matching no term (a vector-only hit) points at its closest line, else its first."""
     groups = term_groups(query)
     terms = list(dict.fromkeys(t for g in groups for t in g))
     split = [text.split("\n") for text, _ in chunks]
@@ -85,16 +90,17 @@ def highlight(query: str, chunks: Sequence[tuple[str, Sequence[int]]]) -> list[H
     found = _matching_lines(flat, terms) if terms and flat else {}
     out: list[Highlight] = []
     base = 0
-    for lines, (_, numbers) in zip(split, chunks, strict=True):
-        best, best_key = 0, (0.0, False)
+    for k, (lines, (_, numbers)) in enumerate(zip(split, chunks, strict=True)):
+        sims = closest[k] if closest else {}
+        best, best_key = 0, (0.0, False, -2.0)
         in_chunk: set[Term] = set()
         for i, line in enumerate(lines):
             here = found.get(base + i)
-            if not here:
+            if not here and i not in sims:
                 continue
-            in_chunk |= here
-            score = sum(len(here.intersection(g)) / len(g) for g in groups)
-            key = (score, not _HEADING.match(line))
+            in_chunk |= here or set()
+            score = sum(len((here or set()).intersection(g)) / len(g) for g in groups)
+            key = (score, not _HEADING.match(line), sims.get(i, -1.0))
             if key > best_key:
                 best, best_key = i, key
         out.append(Highlight(numbers[best], [w for w, p in terms if (w, p) in in_chunk]))
@@ -148,7 +154,12 @@ def _place(lines: list[str], start: int, end: int, line_map: Sequence[int]) -> l
     return fits[0] if len(fits) == 1 else None
 
 
-def highlight_rows(query: str, rows: Sequence[ChunkRow], store: IndexBackend) -> list[Highlight]:
+def highlight_rows(
+    query: str,
+    rows: Sequence[ChunkRow],
+    store: IndexBackend,
+    closest: Sequence[Mapping[int, float]] | None = None,
+) -> list[Highlight]:
     """``highlight`` for chunks of the index, numbered with their files' line maps."""
     maps: dict[str, list[int] | None] = {}
     for r in rows:
@@ -158,4 +169,5 @@ def highlight_rows(query: str, rows: Sequence[ChunkRow], store: IndexBackend) ->
     return highlight(
         query,
         [(r.text, line_numbers(r.text, r.start_line, r.end_line, maps[r.path])) for r in rows],
+        closest,
     )

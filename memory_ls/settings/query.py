@@ -75,6 +75,28 @@ class DecaySettings:
 
 
 @dataclass
+class LineSettings:
+    max_chunks: int = setting(
+        20_000,
+        "Indexes of up to this many chunks also embed every line of every chunk (in the "
+        "background, after the chunk vectors; a line over 600 characters as its sentences), "
+        "and a search re-scores its 30 best candidates by their best-matching line, so a "
+        "question answered by one line of a long chunk finds it (LoCoMo R@5 +0.011, line "
+        "Hit@5 +0.019; see README, Evaluation). It about doubles the embedding work (and a "
+        "remote provider's tokens) and adds about 8 vectors a chunk to the index. Past this "
+        "size the line vectors are dropped; `0` turns them off.",
+        minimum=0,
+    )
+    weight: float = setting(
+        0.5,
+        "How much a candidate's best line counts against its own vector: its vector score "
+        "becomes `(1 - weight) x chunk + weight x best line` (cosines).",
+        minimum=0,
+        maximum=1,
+    )
+
+
+@dataclass
 class QuerySettings:
     max_results: int = setting(
         6, "Results per search (a request's own `maxResults` wins).", minimum=1
@@ -106,6 +128,7 @@ class QuerySettings:
     hybrid: HybridSettings = field(default_factory=HybridSettings)
     mmr: MmrSettings = field(default_factory=MmrSettings)
     temporal_decay: DecaySettings = field(default_factory=DecaySettings)
+    lines: LineSettings = field(default_factory=LineSettings)
     source_balance: bool = setting(
         True,
         "When notes and transcripts both match, one source takes at most 2/3 of the results "

@@ -27,6 +27,7 @@ from .tokens import index_text
 
 class PgStore:
     vec_reason: str | None = None
+    lines = None  # line vectors (index/line_vectors.py) are not built for the team index
 
     def __init__(self, conn: psycopg.Connection[Any], db: PgDatabase):
         self.conn = conn

@@ -1,0 +1,121 @@
+"""Line vectors: each line of a chunk embedded on its own, for re-scoring a chunk by its best
+line (``search/hybrid.py``).
+
+A chunk's vector averages a dozen lines, so a question answered by one of them (one turn of a
+conversation, one sentence of an abstract) matches the whole chunk only weakly. They are
+embedded after the chunk vectors, in the background, and stored per chunk (``chunk_lines``),
+so they go when their chunk goes. A chunk of one line has none: its vector is that line's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .schema import unit_f32
+
+MIN_CHARS = 12  # "Thanks!", "---", a date: nothing to match a question against
+SPLIT_OVER = 600  # a longer line (a paragraph on one line) is cut into sentences
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
+_PART = 500
+
+
+def segments(text: str, keep: Callable[[str], bool] | None = None) -> list[tuple[int, str]]:
+    """The parts of a chunk that get a vector, each with its line in the chunk (0-based):
+    its lines, without headings (the chunk's vector holds them) and lines under MIN_CHARS;
+    a line over SPLIT_OVER characters as its sentences; only the parts ``keep`` accepts.
+    Empty when there is at most one such part (the chunk's own vector says it all)."""
+    out: list[tuple[int, str]] = []
+    for i, raw in enumerate(text.split("\n")):
+        line = raw.strip()
+        if len(line) < MIN_CHARS or line.startswith("#"):
+            continue
+        parts = _SENTENCE_END.split(line) if len(line) > SPLIT_OVER else [line]
+        out += [(i, p.strip()) for p in parts if len(p.strip()) >= MIN_CHARS]
+    if keep is not None:
+        out = [(i, p) for i, p in out if keep(p)]
+    return out if len(out) > 1 else []
+
+
+@dataclass(frozen=True)
+class ChunkLines:
+    rows: np.ndarray  # each vector's line in the chunk (0-based)
+    vectors: np.ndarray  # float32, unit length, one row per part
+
+
+class LineVectors:
+    """The ``chunk_lines`` table of one connection."""
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+
+    def pending(self, limit: int) -> list[tuple[int, str, str]]:
+        """(id, hash, text) of chunks that have their vector but not yet their lines'."""
+        return self.conn.execute(
+            "SELECT id, hash, text FROM chunks WHERE vec = 1 AND lines = 0 ORDER BY id LIMIT ?",
+            (limit,),
+        ).fetchall()
+
+    def count_pending(self) -> int:
+        return self.conn.execute(
+            "SELECT count(*) FROM chunks WHERE vec = 1 AND lines = 0"
+        ).fetchone()[0]
+
+    def put(self, rows: Sequence[tuple[int, str]], lines: dict[int, ChunkLines]) -> None:
+        """Mark these (id, hash) chunks done, unless their text changed since they were read,
+        and store the lines of those that have some."""
+        if not rows:
+            return
+        marks = ",".join("?" * len(rows))
+        live = self.conn.execute(
+            f"SELECT id, hash FROM chunks WHERE id IN ({marks})", [cid for cid, _ in rows]
+        ).fetchall()
+        wanted = dict(rows)
+        done = [cid for cid, h in live if wanted.get(cid) == h]
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO chunk_lines(id, rows, vectors) VALUES (?, ?, ?)",
+            [
+                (cid, lines[cid].rows.astype(np.uint16).tobytes(), _f16(lines[cid].vectors))
+                for cid in done
+                if cid in lines
+            ],
+        )
+        self.conn.executemany("UPDATE chunks SET lines = 1 WHERE id = ?", [(c,) for c in done])
+
+    def get(self, ids: Sequence[int]) -> dict[int, ChunkLines]:
+        out: dict[int, ChunkLines] = {}
+        for i in range(0, len(ids), _PART):
+            part = list(ids[i : i + _PART])
+            marks = ",".join("?" * len(part))
+            for cid, rows, vecs in self.conn.execute(
+                f"SELECT id, rows, vectors FROM chunk_lines WHERE id IN ({marks})", part
+            ):
+                r = np.frombuffer(rows, dtype=np.uint16)
+                v = unit_f32(np.frombuffer(vecs, dtype=np.float16).reshape(len(r), -1))
+                out[cid] = ChunkLines(r, v)
+        return out
+
+    def delete(self, ids: Sequence[int]) -> None:
+        self.conn.executemany("DELETE FROM chunk_lines WHERE id = ?", [(i,) for i in ids])
+
+    def drop_all(self) -> int:
+        """Forget every line vector (the index outgrew ``query.lines.maxChunks``)."""
+        n = self.conn.execute("DELETE FROM chunk_lines").rowcount
+        self.conn.execute("UPDATE chunks SET lines = 0 WHERE lines = 1")
+        return int(n)
+
+    def over(self, max_chunks: int) -> bool:
+        """The index holds more than ``max_chunks`` chunks (reads at most that many rows)."""
+        row = self.conn.execute("SELECT 1 FROM chunks LIMIT 1 OFFSET ?", (max_chunks,))
+        return row.fetchone() is not None
+
+    def any(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM chunk_lines LIMIT 1").fetchone() is not None
+
+
+def _f16(vectors: np.ndarray) -> bytes:
+    return np.asarray(vectors, dtype=np.float16).tobytes()

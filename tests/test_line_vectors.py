@@ -1,0 +1,192 @@
+"""Line vectors (schema 4): every line of a chunk embedded on its own after the chunk vectors,
+and a search re-scoring its best candidates by their best line. Real model, real SQLite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import write
+from model_util import ensure_test_model
+
+from memory_ls.engine import MemoryEngine
+from memory_ls.index.line_vectors import segments
+from memory_ls.index.schema import connect
+from memory_ls.settings import Settings
+
+pytestmark = pytest.mark.model
+
+# One long note: a dozen unrelated lines and, in the middle, the one that answers QUESTION.
+FILLER = [
+    "Caroline: The pottery class on Thursday was full again, so we moved to the evening slot.",
+    "Melanie: The kids painted the fence blue and then argued about the colour for an hour.",
+    "Caroline: I finally finished the novel about the lighthouse keeper and his daughter.",
+    "Melanie: Our neighbour lent us a ladder so we could clean the gutters before winter.",
+    "Caroline: The museum had a new exhibition of old maps from the harbour district.",
+    "Melanie: We tried the new bakery near the station; the rye bread is excellent.",
+]
+ANSWER = "Melanie: I signed up for a marathon in October and I run five mornings a week now."
+QUESTION = "what race is Melanie training for"
+NOTE = "# Session 4\n\n" + "\n".join(FILLER[:3] + [ANSWER] + FILLER[3:]) + "\n"
+
+
+@pytest.fixture(scope="module")
+def model_path() -> Path:
+    return ensure_test_model()
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    write(root, "memory/2026-03-01-session-4.md", NOTE)
+    write(root, "MEMORY.md", "# Memory\n\nPrefers tea.\n")  # one short line: no line vectors
+    write(root, "memory/2026-03-02-plans.md", "# Plans\n\nBook the dentist for Tuesday.\n")
+    return root
+
+
+def engine(root: Path, idx: Path, model_path: Path, **lines: object) -> MemoryEngine:
+    s = Settings(provider="local")
+    s.local.model_path = str(model_path)
+    for k, v in lines.items():
+        setattr(s.query.lines, k, v)
+    return MemoryEngine(root, s, index_path=idx)
+
+
+def rows(idx: Path, sql: str, *params: object) -> list[tuple]:
+    conn, _ = connect(idx, vec=False)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
+
+
+def test_segments_are_the_lines_worth_a_vector():
+    long = " ".join(f"Sentence number {i} says something about the harbour." for i in range(20))
+    text = "# Heading\n\nshort\nThe first real line of the note.\n\n" + long + "\n---\n"
+    got = segments(text)
+    assert got[0] == (3, "The first real line of the note.")
+    # The 1,000-character line is cut into its sentences, each numbered with its line.
+    assert [i for i, _ in got[1:]] == [5] * 20
+    assert got[1][1] == "Sentence number 0 says something about the harbour."
+    assert segments("# Only\n\nOne line worth a vector here.\n") == []  # the chunk says it
+    assert segments(text, keep=lambda p: "first" in p) == []  # one part left: none
+    zh = "对接口设置令牌桶限流，每个密钥每分钟一百次。超过限制时返回四二九错误。"
+    assert segments(zh * 20 + "\nA second line about the limits.") != []
+    assert len(segments(zh * 20)) == zh.count("。") * 20  # CJK sentence ends, no spaces
+
+
+def test_lines_are_embedded_after_the_chunks_and_go_with_them(
+    notes: Path, tmp_path: Path, model_path: Path
+):
+    idx = tmp_path / "i.sqlite"
+    with engine(notes, idx, model_path) as e:
+        e.sync()
+        assert rows(idx, "SELECT count(*) FROM chunks WHERE lines = 0") == [(0,)]
+        stored = rows(
+            idx,
+            "SELECT c.text, l.rows, l.vectors FROM chunks c JOIN chunk_lines l ON l.id = c.id",
+        )
+        assert len(stored) == 1  # the session note; the one-line notes have none
+        text, line_rows, blob = stored[0]
+        want = segments(text)
+        assert list(np.frombuffer(line_rows, np.uint16)) == [i for i, _ in want]
+        got = np.frombuffer(blob, np.float16).astype(np.float32).reshape(len(want), -1)
+        assert e.provider is not None
+        direct = e.provider.embed_documents([p for _, p in want])
+        cos = [float(unit(a) @ unit(b)) for a, b in zip(got, direct, strict=True)]
+        assert min(cos) > 0.999
+
+        # An edit replaces the chunk: its old lines go, the new text's lines come.
+        write(notes, "memory/2026-03-01-session-4.md", NOTE.replace("marathon", "triathlon"))
+        e.sync()
+        orphans = "SELECT count(*) FROM chunk_lines WHERE id NOT IN (SELECT id FROM chunks)"
+        assert rows(idx, orphans) == [(0,)]
+        assert rows(idx, "SELECT count(*) FROM chunks WHERE lines = 0") == [(0,)]
+        (new_text,) = rows(idx, "SELECT c.text FROM chunks c JOIN chunk_lines l ON l.id = c.id")[0]
+        assert "triathlon" in new_text
+        (notes / "memory/2026-03-01-session-4.md").unlink()
+        e.sync()
+        assert rows(idx, "SELECT count(*) FROM chunk_lines") == [(0,)]
+
+
+def test_the_best_line_lifts_a_long_chunk_by_the_documented_mix(
+    notes: Path, tmp_path: Path, model_path: Path
+):
+    path = "memory/2026-03-01-session-4.md"
+    with engine(notes, tmp_path / "off.sqlite", model_path, max_chunks=0) as e:
+        e.sync()
+        off = next(h for h in e.search(QUESTION, min_score=0).results if h.path == path)
+        assert e.provider is not None
+        q = unit(e.provider.embed_query(QUESTION))
+        best = max(float(q @ unit(v)) for v in e.provider.embed_documents(FILLER + [ANSWER]))
+    with engine(notes, tmp_path / "on.sqlite", model_path) as e:
+        e.sync()
+        on = next(h for h in e.search(QUESTION, min_score=0).results if h.path == path)
+    assert off.vector_score is not None and on.vector_score is not None
+    # The answering line is much closer to the question than the whole chunk is.
+    assert best > off.vector_score + 0.1
+    assert on.vector_score == pytest.approx(0.5 * off.vector_score + 0.5 * best, abs=2e-3)
+    assert on.score > off.score
+    # The hit points at the answering line, not at the first line naming Melanie.
+    answer_line = NOTE.split("\n").index(ANSWER) + 1
+    assert off.best_line == NOTE.split("\n").index(FILLER[1]) + 1
+    assert on.best_line == answer_line
+
+
+def test_an_index_past_max_chunks_drops_its_line_vectors(
+    notes: Path, tmp_path: Path, model_path: Path
+):
+    idx = tmp_path / "i.sqlite"
+    with engine(notes, idx, model_path) as e:
+        e.sync()
+    assert rows(idx, "SELECT count(*) FROM chunk_lines") == [(1,)]
+    with engine(notes, idx, model_path, max_chunks=2) as e:  # 3 chunks: over
+        report = e.sync()
+        assert report.embedded == 0
+        assert rows(idx, "SELECT count(*) FROM chunk_lines") == [(0,)]
+        assert e.search(QUESTION).results  # still answers, from the chunk vectors
+
+
+def test_lines_the_model_cannot_read_get_no_vector(tmp_path: Path, model_path: Path):
+    root = tmp_path / "zh"
+    lines = [
+        "对接口设置令牌桶限流，每个密钥每分钟一百次请求。",
+        "超过限制时返回四二九错误，并附带重试时间。",
+        "限流的配置保存在共享的缓存服务里面。",
+    ]
+    write(root, "memory/2026-01-10-rate-limit.md", "# 限流\n\n" + "\n".join(lines) + "\n")
+    idx = tmp_path / "zh.sqlite"
+    with engine(root, idx, model_path) as e:
+        e.sync()
+    # MiniLM reads these as [UNK]: the chunk is done, with no line vectors.
+    assert rows(idx, "SELECT count(*), sum(lines) FROM chunks") == [(1, 1)]
+    assert rows(idx, "SELECT count(*) FROM chunk_lines") == [(0,)]
+
+
+def test_a_schema_3_index_is_upgraded_and_only_its_lines_are_embedded(
+    notes: Path, tmp_path: Path, model_path: Path
+):
+    idx = tmp_path / "v3.sqlite"
+    with engine(notes, idx, model_path) as e:
+        e.sync()
+        vectors_before = rows(idx, "SELECT id, embedding FROM chunk_vectors ORDER BY id")
+    # Back to schema 3 as the previous version wrote it: no lines column, no chunk_lines.
+    conn, _ = connect(idx, vec=False)
+    conn.executescript(
+        "DROP TABLE chunk_lines; DROP INDEX chunks_lines_pending;"
+        "ALTER TABLE chunks DROP COLUMN lines; UPDATE meta SET value = '3' WHERE key = 'schema';"
+    )
+    conn.close()
+    with engine(notes, idx, model_path) as e:
+        assert not list(tmp_path.glob("*.corrupt-*"))  # upgraded in place, not moved aside
+        report = e.sync()
+        assert not report.full and report.embedded == 0
+        assert rows(idx, "SELECT value FROM meta WHERE key = 'schema'") == [("4",)]
+        assert rows(idx, "SELECT id, embedding FROM chunk_vectors ORDER BY id") == vectors_before
+        assert rows(idx, "SELECT count(*) FROM chunk_lines") == [(1,)]
+        assert e.search(QUESTION).results[0].path == "memory/2026-03-01-session-4.md"
