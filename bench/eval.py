@@ -348,6 +348,7 @@ def index_workspace(engine: MemoryEngine, run: WorkspaceRun, label: str) -> None
     if report.indexed or report.removed:
         run.extra["changed"] = True
     if engine.provider is not None:
+        lines_before = engine.status()["pendingLineVectors"]
         t0 = time.perf_counter()
         try:
             run.embedded = engine.embed_pending(Progress(label))
@@ -356,8 +357,8 @@ def index_workspace(engine: MemoryEngine, run: WorkspaceRun, label: str) -> None
             raise
         finally:
             run.embed_ms = (time.perf_counter() - t0) * 1000
-        if run.embedded:
-            run.extra["changed"] = True
+        if run.embedded or engine.status()["pendingLineVectors"] != lines_before:
+            run.extra["changed"] = True  # chunk or line vectors paid for: keep them
     run.chunks = int(engine.status()["chunks"])
     if engine.fallback_reason:
         run.extra["fallback"] = engine.fallback_reason

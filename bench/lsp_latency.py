@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import shutil
@@ -144,6 +145,13 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     init: dict[str, Any] = {"provider": args.provider}
     if args.model_path:
         init["local"] = {"modelPath": str(Path(args.model_path).resolve())}
+    for item in args.set:  # dotted camelCase keys, as in .memory-ls.toml
+        key, _, value = item.partition("=")
+        *parents, leaf = key.split(".")
+        node = init
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = json.loads(value) if value[:1] in "0123456789-[{tf" else value
     client = make_client()
     stderr: list[bytes] = []
     t_start = time.perf_counter()
@@ -353,6 +361,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--provider", default="none", help="embedding provider (none: keyword)")
     ap.add_argument("--model-path", default="", help="local GGUF model for --provider local")
     ap.add_argument("--timeout", type=float, default=1800, help="initial sync timeout (s)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting for the server, e.g. query.lines.maxChunks=0 (repeatable)",
+    )
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="memory-ls-bench-"))
     try:

@@ -154,7 +154,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"mode        {st['mode']}" + (f"  ({st['providerReason']})" if not prov else ""))
         if prov:
             print(f"provider    {prov['id']} {prov['model']} ({prov['dims']} dims)")
-        print(f"pending     {st['pendingEmbeddings']} chunks without vectors")
+        print(
+            f"pending     {st['pendingEmbeddings']} chunks without vectors, "
+            f"{st['pendingLineVectors']} without line vectors"
+        )
         print(f"vectors     {st['vectorBackend']}  sqlite-vec: {st['sqliteVec']}")
         print(f"cache       {st['cacheEntries']} embeddings")
         rr, rs = st["reranker"], st["rerankerStats"]

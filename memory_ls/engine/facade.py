@@ -234,12 +234,17 @@ class MemoryEngine:
                 counts, backend = team_counts, "pgvector"
             else:
                 fallback = "; ".join(r for r in (self.primary.fallback_reason(), fallback) if r)
+        n = int(counts["chunks"])  # type: ignore[call-overload]
+        lines_on = p is not None and 0 < n <= ix.line_budget()
         return {
             "root": str(self.root),
             "indexPath": str(self.index_path),
             **counts,
             # Keyword-only mode embeds nothing, so nothing is waiting for a vector.
             "pendingEmbeddings": counts["pendingEmbeddings"] if p else 0,
+            # Chunks whose lines still wait for their vectors (none on the team index, and
+            # none when the index has outgrown query.lines.maxChunks).
+            "pendingLineVectors": counts.get("pendingLineVectors", 0) if lines_on else 0,
             "provider": {"id": p.id, "model": p.model, "dims": p.dims} if p else None,
             "providerStats": p.stats.snapshot() if p and hasattr(p, "stats") else None,
             # Since this engine started: chunks whose vector came from the cache vs were embedded.

@@ -274,7 +274,7 @@ class Indexer:
                 target.store,
                 provider,
                 target.lock,
-                self.settings.query.lines.max_chunks,
+                self.line_budget(),
                 progress,
                 batch_size=self._batch_size(),
                 should_stop=should_stop,
@@ -328,6 +328,14 @@ class Indexer:
                 store.cache.put(key, items)
 
         batcher.embed([texts[h] for h in todo], on_vectors=land)
+
+    def line_budget(self) -> int:
+        """``query.lines.maxChunks``, or 0 while a batch API fills the index: line vectors
+        would go through the provider's full-price endpoint (``remote.batchApi`` is about
+        paying half)."""
+        if batch_embedder_for(self.policy.current, self.settings.remote) is not None:
+            return 0
+        return self.settings.query.lines.max_chunks
 
     def _batch_size(self) -> int:
         provider = self.policy.current

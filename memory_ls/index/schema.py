@@ -110,7 +110,7 @@ CREATE TABLE IF NOT EXISTS chunk_vectors (
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
   body, content = '', tokenize = '{FTS_TOKENIZER}'
 );
--- The vectors of a chunk's lines, float16, unit length; ``rows``: each vector's line (uint16).
+-- The vectors of a chunk's lines (int8, see line_vectors.py); ``rows``: each one's line (uint16).
 CREATE TABLE IF NOT EXISTS chunk_lines (
   id INTEGER PRIMARY KEY,  -- chunks.id
   rows BLOB NOT NULL,

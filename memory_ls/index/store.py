@@ -429,6 +429,7 @@ class Store:
             "chunks": sum(by_source.values()),
             "chunksBySource": by_source,
             "pendingEmbeddings": self.count_pending(),
+            "pendingLineVectors": self.lines.count_pending(),
             "cacheEntries": self.cache.count(),
         }
 

@@ -102,7 +102,8 @@ STATUS_TOOL = _tool(
     "Memory index status",
     "The state of the memory index, as `memory-ls status --json` reports it: mode "
     "(hybrid, or keyword with providerReason saying why), provider {id, model, dims}, "
-    "files, chunks, pendingEmbeddings (chunks still without a vector), indexPath, "
+    "files, chunks, pendingEmbeddings (chunks still without a vector), pendingLineVectors "
+    "(chunks whose lines still wait for theirs), indexPath, "
     "lastSync, and problems (settingsProblems, rootProblems, fallbackReason). Call it when search "
     "results look thin or to explain why search is keyword-only; it is not needed "
     "before memory_search.",

@@ -31,7 +31,7 @@ from .workers import Folder, FolderUnavailable
 log = logging.getLogger(__name__)
 
 SYMBOL_RESULTS = 20
-TOTALS = ("files", "chunks", "pendingEmbeddings", "cacheEntries")
+TOTALS = ("files", "chunks", "pendingEmbeddings", "pendingLineVectors", "cacheEntries")
 
 Sync = Callable[[Folder, str, bool], Awaitable[SyncReport | None]]
 

@@ -82,9 +82,10 @@ class LineSettings:
         "background, after the chunk vectors; a line over 600 characters as its sentences), "
         "and a search re-scores its 30 best candidates by their best-matching line, so a "
         "question answered by one line of a long chunk finds it (LoCoMo R@5 +0.011, line "
-        "Hit@5 +0.019; see README, Evaluation). It about doubles the embedding work (and a "
-        "remote provider's tokens) and adds about 8 vectors a chunk to the index. Past this "
-        "size the line vectors are dropped; `0` turns them off.",
+        "Hit@5 +0.019; see README, Evaluation). It adds about 0.8 times the chunks' embedding "
+        "time (and a remote provider's tokens) and about 4 KB a chunk to the index. Past this "
+        "size, and while `remote.batchApi` fills the index (they would go through the "
+        "full-price endpoint), the line vectors are dropped; `0` turns them off.",
         minimum=0,
     )
     weight: float = setting(
