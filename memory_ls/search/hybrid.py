@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -85,29 +86,35 @@ def by_lines(
     cands: list[Candidate],
     ls: LineSettings,
     fused: Callable[[Candidate], float],
-) -> dict[int, dict[int, float]]:
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Re-score the best LINE_CANDIDATES candidates (by their fused score so far) by their
     best-matching line: each one's vector score becomes ``(1 - weight) x its own cosine +
     weight x its best line's``. Chunks without line vectors (not embedded yet, or of one
-    line) keep their own cosine. Returns, per re-scored chunk, each line's best cosine (for
-    the line a hit points at)."""
+    line) keep their own cosine. Returns, per re-scored chunk, its vectors' lines and cosines
+    (for the line a hit points at)."""
     lines = store.lines
     if lines is None or ls.max_chunks == 0 or ls.weight == 0:
         return {}
-    top = sorted((c for c in cands if c.vector is not None), key=fused, reverse=True)
-    top = top[:LINE_CANDIDATES]
+    top = heapq.nlargest(LINE_CANDIDATES, (c for c in cands if c.vector is not None), key=fused)
     found = lines.get([c.chunk_id for c in top])
-    closest: dict[int, dict[int, float]] = {}
+    closest: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for c in top:
         got = found.get(c.chunk_id)
         if got is None or c.vector is None:
             continue
         sims = got.vectors @ qvec
         c.vector = (1 - ls.weight) * c.vector + ls.weight * float(np.max(sims))
-        per_line = closest[c.chunk_id] = {}
-        for row, sim in zip(got.rows.tolist(), sims.tolist(), strict=True):
-            per_line[row] = max(sim, per_line.get(row, -1.0))  # a long line's sentences
+        closest[c.chunk_id] = (got.rows, sims)
     return closest
+
+
+def per_line(closest: tuple[np.ndarray, np.ndarray] | None) -> dict[int, float]:
+    """Line -> its best cosine (a long line's sentences share their line), for a hit shown."""
+    out: dict[int, float] = {}
+    if closest is not None:
+        for row, sim in zip(closest[0].tolist(), closest[1].tolist(), strict=True):
+            out[row] = max(sim, out.get(row, -1.0))
+    return out
 
 
 def run(
@@ -153,7 +160,7 @@ def run(
 
     cands: dict[int, Candidate] = {}
     bm25: dict[int, float] = {}
-    closest: dict[int, dict[int, float]] = {}
+    closest: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     # On a large in-memory matrix the vector side runs beside the keyword side: FTS5 and numpy
     # both release the GIL, so a hybrid search costs the slower side, not both.
     beside = None
@@ -257,7 +264,7 @@ def run(
     if not qs.mmr.enabled:
         picked.sort(key=lambda cr: (-cr[0].score, cr[1].path, cr[1].start_line))
 
-    near = [closest.get(c.chunk_id, {}) for c, _ in picked]
+    near = [per_line(closest.get(c.chunk_id)) for c, _ in picked]
     marks = highlight_rows(req.query, [r for _, r in picked], store, near)
     hits = [
         SearchHit(
