@@ -177,3 +177,49 @@ def postgres(url: str = "") -> Iterator[str]:
         ).stdout.strip()
     finally:
         subprocess.run(["bash", script, "rm", folder])
+
+
+EVAL_DIR = REPO.parent / "shared" / "eval"
+EVAL_CACHE = REPO / ".cache" / "eval"
+
+
+def real_embeddings(
+    model: Path, sets: Sequence[str] = ("scifact-train", "locomo-dev"), queries: int = 200
+) -> tuple[Any, Any]:
+    """(data, queries): every chunk and line vector that ``bench/eval.py`` cached for these
+    sets with the local ``model`` (real embeddings of real text, float32 unit rows; run the
+    eval first), and the embeddings of up to ``queries`` of the sets' own questions, spread
+    evenly over them. English sets: MiniLM reads Chinese as [UNK]."""
+    import numpy as np
+
+    from memory_ls.embeddings.local import open_local
+    from memory_ls.index.schema import connect, unit_f32
+    from memory_ls.settings import Settings
+
+    provider = open_local(model, Settings())
+    name = provider.model
+    parts: list[Any] = []
+    texts: list[str] = []
+    for s in sets:
+        dirs = sorted((EVAL_CACHE / s).glob(f"local-{name}-*"), key=lambda p: p.stat().st_mtime)
+        if not dirs:
+            raise SystemExit(f"no cached index of {s} for {name}: run bench/eval.py --sets {s}")
+        for db in sorted(dirs[-1].glob("*.sqlite")):
+            conn, _ = connect(db, vec=False)
+            try:
+                rows = conn.execute("SELECT embedding FROM chunk_vectors").fetchall()
+                f16 = np.frombuffer(b"".join(r for (r,) in rows), np.float16)
+                parts.append(unit_f32(f16.reshape(-1, provider.dims)))
+                lines = conn.execute("SELECT vectors FROM chunk_lines").fetchall()
+                if lines:
+                    i8 = np.frombuffer(b"".join(r for (r,) in lines), np.int8)
+                    parts.append(unit_f32(i8.reshape(-1, provider.dims)))
+            finally:
+                conn.close()
+        with (EVAL_DIR / s / "queries.jsonl").open() as f:
+            texts += [json.loads(line)["query"] for line in f]
+    data = np.concatenate(parts)
+    picked = texts[:: max(1, len(texts) // queries)][:queries]
+    q = np.stack([provider.embed_query(t) for t in picked]).astype(np.float32)
+    provider.close()
+    return data, q / np.linalg.norm(q, axis=1, keepdims=True)

@@ -4,14 +4,16 @@ memory_ls/index/postgres/vectors.py over two kinds of vectors, side by side in o
 - ``mixture``: a Gaussian mixture (1,000 clusters, members at cosine ~0.6-0.8 to their centre),
   the shape real sentence embeddings have;
 - ``bench``: bench/perf.py's random-projection vectors of its synthetic chunks (a third of every
-  chunk is the same function words, so every vector points nearly the same way).
+  chunk is the same function words, so every vector points nearly the same way);
+- ``real``: the real all-MiniLM-L6-v2 vectors bench/eval.py cached for SciFact and LoCoMo
+  (chunks and lines, about 59k whatever ``--n`` says), queried with the sets' own questions.
 
 Each set goes into a scratch table with the engine's column type (``halfvec`` on pgvector >= 0.7),
 its partial HNSW index (cosine, default m 16 / ef_construction 64) and its filtered query
 (namespace and model, iterative scan ``relaxed_order``), then recall@10 of held-out queries
 against exact float32 search, for several ``hnsw.ef_search`` values (the engine uses 100).
 
-    python bench/hnsw_recall.py [--n 100000] [--queries 200]
+    python bench/hnsw_recall.py [--n 100000] [--queries 200] [--sets mixture,bench,real]
 
 Uses ``MEMORY_LS_PG_URL`` if set, else starts a throwaway server with tests/pg_server.sh.
 """
@@ -27,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import log, md_table, postgres  # noqa: E402
+from common import find_default_model, log, md_table, postgres, real_embeddings  # noqa: E402
 from perf import DIMS, Corpus, RandomProjectionProvider  # noqa: E402
 
 from memory_ls.index.postgres.migrations import vector_type_for  # noqa: E402
@@ -168,10 +170,17 @@ def main() -> int:
             rows: list[dict] = []
             for name in args.sets.split(","):
                 log(f"generating {name}: {args.n} vectors")
-                make = mixture if name == "mixture" else bench_vectors
-                data, queries = make(args.n, args.queries)
+                if name == "real":
+                    model = find_default_model()
+                    if model is None:
+                        raise SystemExit("no local model: memory-ls model pull")
+                    data, asked = real_embeddings(model, queries=args.queries)
+                    queries = {"the sets' questions": asked}
+                else:
+                    make = mixture if name == "mixture" else bench_vectors
+                    data, queries = make(args.n, args.queries)
                 rows += run_set(conn, name, data, queries, vt)
-        print(f"\npgvector {extversion}, {vt}, {args.n} vectors, {args.queries} queries\n")
+        print(f"\npgvector {extversion}, {vt}, {args.queries} queries a set\n")
         header = list(rows[0])
         print(md_table(header, [[r[h] for h in header] for r in rows]))
     return 0

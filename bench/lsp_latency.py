@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import shutil
@@ -26,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import parse_overrides
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import JsonRPCResponseMessage, default_converter
@@ -145,13 +145,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     init: dict[str, Any] = {"provider": args.provider}
     if args.model_path:
         init["local"] = {"modelPath": str(Path(args.model_path).resolve())}
-    for item in args.set:  # dotted camelCase keys, as in .memory-ls.toml
-        key, _, value = item.partition("=")
-        *parents, leaf = key.split(".")
-        node = init
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = json.loads(value) if value[:1] in "0123456789-[{tf" else value
+    for key, value in parse_overrides(args.set).items():  # dotted camelCase keys
+        init[key] = {**init.get(key, {}), **value} if isinstance(value, dict) else value
     client = make_client()
     stderr: list[bytes] = []
     t_start = time.perf_counter()
