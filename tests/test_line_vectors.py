@@ -10,6 +10,7 @@ import pytest
 from conftest import write
 from model_util import ensure_test_model
 
+from memory_ls.embeddings.factory import create_provider
 from memory_ls.engine import MemoryEngine
 from memory_ls.index.line_vectors import segments
 from memory_ls.index.schema import connect
@@ -200,3 +201,43 @@ def test_a_schema_3_index_is_upgraded_and_only_its_lines_are_embedded(
         assert rows(idx, "SELECT id, embedding FROM chunk_vectors ORDER BY id") == vectors_before
         assert rows(idx, "SELECT count(*) FROM chunk_lines") == [(1,)]
         assert e.search(QUESTION).results[0].path == "memory/2026-03-01-session-4.md"
+
+
+class Counting:
+    """The real provider, remembering every text it was asked to embed."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed_documents(self, texts):
+        self.texts += list(texts)
+        return self.inner.embed_documents(texts)
+
+
+def test_a_rebuild_keeps_the_lines_of_unchanged_chunks(
+    notes: Path, tmp_path: Path, model_path: Path
+):
+    idx = tmp_path / "i.sqlite"
+    with engine(notes, idx, model_path) as e:
+        e.sync()
+        before = rows(
+            idx, "SELECT c.hash, l.rows, l.vectors FROM chunks c JOIN chunk_lines l USING(id)"
+        )
+    s = Settings(provider="local")
+    s.local.model_path = str(model_path)
+    s.chunking.tokens = 300  # new chunking: a rebuild, with the same text in these small notes
+    provider, _ = create_provider(s)
+    counting = Counting(provider)
+    with MemoryEngine(notes, s, provider=counting, index_path=idx) as e:
+        report = e.sync()
+        assert report.full and report.embedded == 0  # chunk vectors from the cache
+        assert counting.texts == []  # and no line embedded again
+        after = rows(
+            idx, "SELECT c.hash, l.rows, l.vectors FROM chunks c JOIN chunk_lines l USING(id)"
+        )
+        assert after == before
+        assert e.status()["pendingLineVectors"] == 0
+        assert e.search(QUESTION).results[0].best_line == NOTE.split("\n").index(ANSWER) + 1

@@ -223,6 +223,7 @@ class Indexer:
             with self.lock:
                 buffers = dict(self.buffers)
             sync_keyword(new, ctx, buffers, report, progress)
+            new.lines.copy_from(self.index_path)  # a temporary file: no transaction needed
             with self.lock:
                 self.writer.replace_with(new)
                 self.needs_rebuild = False

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -115,6 +116,32 @@ class LineVectors:
         n = self.conn.execute("DELETE FROM chunk_lines").rowcount
         self.conn.execute("UPDATE chunks SET lines = 0 WHERE lines = 1")
         return int(n)
+
+    def copy_from(self, other: Path) -> int:
+        """Give this (rebuilt) index's chunks the line vectors of ``other``'s chunks of the same
+        text, when both index the same model: a rebuild for new chunking settings re-embeds
+        only the lines of chunks it has not seen. Returns how many chunks got theirs."""
+        self.conn.execute("ATTACH DATABASE ? AS old", (str(other),))
+        try:
+            tables = {n for (n,) in self.conn.execute("SELECT name FROM old.sqlite_master")}
+            if "chunk_lines" not in tables:
+                return 0
+            keys = ("provider", "model", "providerKey")
+            sql = "SELECT key, value FROM {}meta WHERE key IN ('provider', 'model', 'providerKey')"
+            mine, theirs = (dict(self.conn.execute(sql.format(d)).fetchall()) for d in ("", "old."))
+            if any(mine.get(k, "") != theirs.get(k, "") for k in keys) or not mine.get("model"):
+                return 0
+            n = self.conn.execute(
+                "INSERT OR IGNORE INTO chunk_lines(id, rows, vectors) "
+                "SELECT c.id, l.rows, l.vectors FROM chunks c JOIN old.chunks o ON o.hash = c.hash "
+                "JOIN old.chunk_lines l ON l.id = o.id"
+            ).rowcount
+            self.conn.execute(
+                "UPDATE chunks SET lines = 1 WHERE lines = 0 AND id IN (SELECT id FROM chunk_lines)"
+            )
+            return int(n)
+        finally:
+            self.conn.execute("DETACH DATABASE old")
 
     def over(self, max_chunks: int) -> bool:
         """The index holds more than ``max_chunks`` chunks (reads at most that many rows)."""
