@@ -160,6 +160,8 @@ def test_an_index_past_max_chunks_drops_its_line_vectors(
         assert report.embedded == 0
         assert rows(idx, "SELECT count(*) FROM chunk_lines") == [(0,)]
         assert e.status()["pendingLineVectors"] == 0  # none will come: nothing waits
+        with e.indexer.reader() as r:
+            assert r.lines is not None and r.lines.count_pending() == 3  # though unembedded
         assert e.search(QUESTION).results  # still answers, from the chunk vectors
 
 
@@ -241,3 +243,109 @@ def test_a_rebuild_keeps_the_lines_of_unchanged_chunks(
         assert after == before
         assert e.status()["pendingLineVectors"] == 0
         assert e.search(QUESTION).results[0].best_line == NOTE.split("\n").index(ANSWER) + 1
+
+
+def long_note(n: int = 60) -> str:
+    topics = ["harbour", "pottery", "bakery", "ladder", "museum", "fence", "novel", "garden"]
+    return (
+        "# Diary\n\n"
+        + "\n".join(
+            f"Entry {i}: we talked about the {topics[i % len(topics)]} for {i + 3} minutes today."
+            for i in range(n)
+        )
+        + "\n"
+    )
+
+
+def test_an_edit_re_embeds_only_the_lines_of_the_chunks_it_changed(
+    tmp_path: Path, model_path: Path
+):
+    root = tmp_path / "ws"
+    write(root, "memory/diary.md", long_note())
+    idx = tmp_path / "i.sqlite"
+    s = Settings(provider="local")
+    s.local.model_path = str(model_path)
+    counting = Counting(create_provider(s)[0])
+    with MemoryEngine(root, s, provider=counting, index_path=idx) as e:
+        e.sync()
+        chunks = rows(idx, "SELECT id, text FROM chunks ORDER BY start_line")
+        assert len(chunks) >= 3 and rows(idx, "SELECT count(*) FROM chunk_lines") == [
+            (len(chunks),)
+        ]
+        counting.texts.clear()
+        # An editor buffer with one line added at the end: the file is re-chunked as a whole.
+        e.set_document(root / "memory/diary.md", long_note() + "Entry 60: the quetzal left.\n")
+        e.embed_pending()
+        after = rows(idx, "SELECT id, text FROM chunks ORDER BY start_line")
+        changed = [t for _, t in after if t not in {t for _, t in chunks}]
+        assert changed and len(changed) < len(after)
+        # Embedded: the changed chunks and their lines, nothing of the chunks left as they were.
+        assert counting.texts and all(any(t in c for c in changed) for t in counting.texts)
+        assert rows(idx, "SELECT count(*) FROM chunks WHERE lines = 0") == [(0,)]
+        assert rows(idx, "SELECT count(*) FROM chunk_lines") == [(len(after),)]
+        orphans = "SELECT count(*) FROM chunk_lines WHERE id NOT IN (SELECT id FROM chunks)"
+        assert rows(idx, orphans) == [(0,)]
+
+
+def test_lines_read_before_an_edit_are_not_stored_for_the_new_text(tmp_path: Path):
+    from memory_ls.index.line_vectors import ChunkLines
+    from memory_ls.index.store import Store
+
+    store = Store(tmp_path / "s.sqlite")
+    try:
+        with store.transaction():
+            store.conn.execute(
+                "INSERT INTO chunks(id, path, source, start_line, end_line, hash, text, vec, "
+                "updated_at) VALUES (1, 'a.md', 'memory', 1, 2, 'new-hash', 'x\\ny', 1, 0)"
+            )
+            # A stale row under the same id, as an older writer could leave it.
+            store.conn.execute("INSERT INTO chunk_lines VALUES (1, x'0000', x'0101')")
+        assert store.lines is not None
+        unit = np.eye(2, 4, dtype=np.float32)
+        lines = {1: ChunkLines(np.array([0, 1]), unit)}
+        with store.transaction():
+            store.lines.put([(1, "old-hash")], lines)  # read before the text changed
+        assert store.lines.count_pending() == 1  # still waiting, for the new text's lines
+        assert set(store.lines.get([1])) == {1}  # the stale row is untouched by a miss
+        with store.transaction():
+            store.lines.put([(1, "new-hash")], {})  # the new text has no lines worth a vector
+        assert store.lines.count_pending() == 0 and store.lines.get([1]) == {}
+    finally:
+        store.close()
+
+
+def test_reciprocal_rank_fusion_sees_the_re_scored_vector_ranks(tmp_path: Path):
+    from memory_ls.index.line_vectors import ChunkLines
+    from memory_ls.index.store import Store
+    from memory_ls.search.hybrid import by_lines
+    from memory_ls.search.rerank import Candidate
+    from memory_ls.settings.query import LineSettings
+
+    store = Store(tmp_path / "s.sqlite")
+    try:
+        with store.transaction():
+            for cid in (1, 2):
+                store.conn.execute(
+                    "INSERT INTO chunks(id, path, source, start_line, end_line, hash, text, vec, "
+                    "updated_at) VALUES (?, 'a.md', 'memory', 1, 2, ?, 'x\\ny', 1, 0)",
+                    (cid, f"h{cid}"),
+                )
+        q = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+        # Chunk 2 ranks second by its own vector but holds a line that is the query itself.
+        best = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]], dtype=np.float32)
+        far = np.array([[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]], dtype=np.float32)
+        assert store.lines is not None
+        with store.transaction():
+            store.lines.put(
+                [(1, "h1"), (2, "h2")],
+                {1: ChunkLines(np.array([0, 1]), far), 2: ChunkLines(np.array([0, 1]), best)},
+            )
+        one = Candidate(1, vector=0.5, vector_rank=1)
+        two = Candidate(2, vector=0.4, vector_rank=2)
+        kw = Candidate(3, vector=0.1, text=1.0)  # a keyword candidate the KNN did not return
+        closest = by_lines(store, q, [one, two, kw], LineSettings(), lambda c: c.vector or 0.0)
+        assert set(closest) == {1, 2}
+        assert two.vector == pytest.approx(0.7) and one.vector == pytest.approx(0.25)
+        assert (two.vector_rank, one.vector_rank, kw.vector_rank) == (1, 2, None)
+    finally:
+        store.close()

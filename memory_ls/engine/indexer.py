@@ -331,9 +331,9 @@ class Indexer:
         batcher.embed([texts[h] for h in todo], on_vectors=land)
 
     def line_budget(self) -> int:
-        """``query.lines.maxChunks``, or 0 while a batch API fills the index: line vectors
-        would go through the provider's full-price endpoint (``remote.batchApi`` is about
-        paying half)."""
+        """``query.lines.maxChunks``, or 0 whenever ``remote.batchApi`` is on with a provider
+        that has a batch API: line vectors would go through the provider's full-price
+        endpoint, and the batch API is there to pay half."""
         if batch_embedder_for(self.policy.current, self.settings.remote) is not None:
             return 0
         return self.settings.query.lines.max_chunks

@@ -77,6 +77,8 @@ class LineVectors:
         ).fetchall()
         wanted = dict(rows)
         done = [cid for cid, h in live if wanted.get(cid) == h]
+        # A row left by an older writer under a reused id must not outlive the new chunk.
+        self.conn.executemany("DELETE FROM chunk_lines WHERE id = ?", [(c,) for c in done])
         self.conn.executemany(
             "INSERT OR REPLACE INTO chunk_lines(id, rows, vectors) VALUES (?, ?, ?)",
             [
@@ -108,8 +110,44 @@ class LineVectors:
             start += len(r)
         return out
 
-    def delete(self, ids: Sequence[int]) -> None:
+    def retire(self, ids: Sequence[int]) -> None:
+        """These chunks are about to be deleted: set their lines aside by text, so that the
+        chunks that replace them (an edit re-chunks the whole file) get them back from
+        ``revive`` instead of embedding them again. What was set aside before is dropped."""
+        self.conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS retired_lines "
+            "(hash TEXT PRIMARY KEY, rows BLOB NOT NULL, vectors BLOB NOT NULL)"
+        )
+        self.conn.execute("DELETE FROM temp.retired_lines")
+        for i in range(0, len(ids), _PART):
+            part = list(ids[i : i + _PART])
+            marks = ",".join("?" * len(part))
+            self.conn.execute(
+                "INSERT OR IGNORE INTO temp.retired_lines SELECT c.hash, l.rows, l.vectors "
+                f"FROM chunks c JOIN chunk_lines l ON l.id = c.id WHERE c.id IN ({marks})",
+                part,
+            )
         self.conn.executemany("DELETE FROM chunk_lines WHERE id = ?", [(i,) for i in ids])
+
+    def revive(self, chunks: Sequence[tuple[int, str]]) -> None:
+        """New (id, text hash) chunks whose text had lines set aside by ``retire`` get them."""
+        if (
+            not chunks
+            or not self.conn.execute(
+                "SELECT 1 FROM sqlite_temp_master WHERE name = 'retired_lines'"
+            ).fetchone()
+        ):
+            return
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO chunk_lines(id, rows, vectors) "
+            "SELECT ?, rows, vectors FROM temp.retired_lines WHERE hash = ?",
+            chunks,
+        )
+        self.conn.executemany(
+            "UPDATE chunks SET lines = 1 WHERE id = ? AND EXISTS "
+            "(SELECT 1 FROM temp.retired_lines WHERE hash = ?)",
+            chunks,
+        )
 
     def drop_all(self) -> int:
         """Forget every line vector (the index outgrew ``query.lines.maxChunks``)."""

@@ -242,6 +242,7 @@ class Store:
             return
         params = [(i,) for i in ids]
         self.cache.retire(ids)
+        self.lines.retire(ids)
         # A contentless FTS5 row is deleted by naming the tokens it was written with.
         for i in range(0, len(ids), 500):
             part = list(ids[i : i + 500])
@@ -257,7 +258,6 @@ class Store:
             self.conn.executemany("DELETE FROM chunks_vec WHERE rowid = ?", params)
         self.conn.executemany("DELETE FROM chunk_vectors WHERE id = ?", params)
         self.conn.executemany("DELETE FROM chunks WHERE id = ?", params)
-        self.lines.delete(ids)
 
     def replace_chunks(
         self, path: str, source: str, chunks: Sequence[Chunk], known: dict[str, bytes], model: str
@@ -299,6 +299,7 @@ class Store:
                 "INSERT INTO chunks_fts(rowid, body) VALUES (?, ?)", (cid, fts_text(c.text))
             )
             added.append((cid, blob))
+        self.lines.revive([(cid, c.hash) for (cid, _), c in zip(added, chunks, strict=True)])
         known_blobs = [(cid, b) for cid, b in added if b is not None]
         vectors.store_vectors(self.conn, known_blobs, model)
         if known_blobs and not self.has_vec_table:

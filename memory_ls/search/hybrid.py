@@ -85,17 +85,18 @@ def by_lines(
     qvec: np.ndarray,
     cands: list[Candidate],
     ls: LineSettings,
-    fused: Callable[[Candidate], float],
+    rank: Callable[[Candidate], float],
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Re-score the best LINE_CANDIDATES candidates (by their fused score so far) by their
-    best-matching line: each one's vector score becomes ``(1 - weight) x its own cosine +
-    weight x its best line's``. Chunks without line vectors (not embedded yet, or of one
-    line) keep their own cosine. Returns, per re-scored chunk, its vectors' lines and cosines
-    (for the line a hit points at)."""
+    """Re-score the best LINE_CANDIDATES candidates (by ``rank``, their fused score so far)
+    by their best-matching line: each one's vector score becomes ``(1 - weight) x its own
+    cosine + weight x its best line's``, and the vector ranks of the KNN's candidates follow
+    the new scores (reciprocal rank fusion reads ranks). Chunks without line vectors (not
+    embedded yet, or of one line) keep their own cosine. Returns, per re-scored chunk, its
+    vectors' lines and cosines (for the line a hit points at)."""
     lines = store.lines
     if lines is None or ls.max_chunks == 0 or ls.weight == 0:
         return {}
-    top = heapq.nlargest(LINE_CANDIDATES, (c for c in cands if c.vector is not None), key=fused)
+    top = heapq.nlargest(LINE_CANDIDATES, (c for c in cands if c.vector is not None), key=rank)
     found = lines.get([c.chunk_id for c in top])
     closest: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for c in top:
@@ -105,6 +106,11 @@ def by_lines(
         sims = got.vectors @ qvec
         c.vector = (1 - ls.weight) * c.vector + ls.weight * float(np.max(sims))
         closest[c.chunk_id] = (got.rows, sims)
+    if closest:
+        ranked = [c for c in cands if c.vector_rank is not None and c.vector is not None]
+        ranks = sorted(c.vector_rank for c in ranked if c.vector_rank is not None)
+        for r, c in zip(ranks, sorted(ranked, key=lambda c: -(c.vector or 0.0)), strict=True):
+            c.vector_rank = r
     return closest
 
 
@@ -220,8 +226,15 @@ def run(
             c.text = cover * c.text_rel
     if use_vec and words.strip():
         assert qvec is not None
-        closest = by_lines(store, qvec, [c for c, _ in kept], qs.lines, fused)
-        if bg is not None and how == "scores":
+        calibrating = bg is not None and how == "scores"
+
+        def prelim(c: Candidate) -> float:  # the fused score as it will be: calibrated or raw
+            if calibrating and bg is not None and c.vector is not None:
+                return fused(replace(c, vector=bg.score(c.vector)))
+            return fused(c)
+
+        closest = by_lines(store, qvec, [c for c, _ in kept], qs.lines, prelim)
+        if calibrating and bg is not None:
             for c, _ in kept:
                 if c.vector is not None:
                     c.vector = bg.score(c.vector)

@@ -84,8 +84,9 @@ class LineSettings:
         "question answered by one line of a long chunk finds it (LoCoMo R@5 +0.011, line "
         "Hit@5 +0.019; see README, Evaluation). It adds about 0.8 times the chunks' embedding "
         "time (and a remote provider's tokens) and about 4 KB a chunk to the index. Past this "
-        "size, and while `remote.batchApi` fills the index (they would go through the "
-        "full-price endpoint), the line vectors are dropped; `0` turns them off.",
+        "size, and whenever `remote.batchApi` is on with a provider that has a batch API (they "
+        "would go through the full-price endpoint), the line vectors are dropped; `0` turns "
+        "them off.",
         minimum=0,
     )
     weight: float = setting(
