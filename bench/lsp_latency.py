@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import parse_overrides
+from common import parse_overrides, percentile
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import JsonRPCResponseMessage, default_converter
@@ -40,15 +40,6 @@ _TEXT = (
     "python rust typescript react frontend backend api endpoint auth oauth session cookie"
 )
 WORDS = _TEXT.split()
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    k = (len(s) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def generate(root: Path, n: int, seed: int = 7) -> None:
@@ -310,7 +301,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 def table(r: dict[str, Any]) -> str:
     def p(key: str) -> tuple[str, str]:
         v = r[key]
-        return f"{percentile(v, 0.5):.1f}", f"{percentile(v, 0.95):.1f}"
+        return f"{percentile(v, 50):.1f}", f"{percentile(v, 95):.1f}"
 
     rows = [
         ("workspace", f"{r['files']} files, {r['chunks']} chunks, {r['mode']} search", ""),
