@@ -290,3 +290,29 @@ def test_an_index_that_grows_past_large_switches_mode_in_place():
     assert live._codes is not None and live._mat.dtype == np.float16
     fresh = VectorIndex(loader, large=1000)
     assert [i for i, _ in live.search(q, 10)] == [i for i, _ in fresh.search(q, 10)]
+
+
+def test_sign_codes_hold_two_bits_a_dimension_that_rank_better_than_one(monkeypatch):
+    from memory_ls.search import vector
+
+    v = np.random.default_rng(0).standard_normal((3, 384)).astype(np.float32)
+    codes = vector.sign_codes(v)
+    assert codes.shape == (12, 3)  # 768 bits: the signs, then the rotated signs
+    assert np.array_equal(codes, vector.sign_codes(v))  # a fixed rotation
+    assert vector.hamming(codes, vector.sign_codes(v[0])).tolist()[0] == 0
+    assert vector.hamming(vector.sign_codes(-v[:1]), codes[:, :1]).tolist() == [768]
+    # At a million's selectivity (40 re-scored of 6,000 here, as 2,048 of 1M is 0.2%), the
+    # scan finds 0.744 of the exact top 10 on these noisy clusters; one bit a dimension: 0.666.
+    rng = np.random.default_rng(3)
+    centers = rng.standard_normal((50, 384)).astype(np.float32)
+    mat = clustered(rng, 6000, centers).astype(np.float16).astype(np.float32)
+    ids = np.arange(1, 6001, dtype=np.int64)
+    queries = clustered(rng, 100, centers)
+    exact = VectorIndex(lambda _: (ids, mat), large=10**9)
+    monkeypatch.setattr(vector, "RESCORE", 40)
+    large = VectorIndex(lambda _: (ids, mat), large=1000)
+    recall = [
+        len({i for i, _ in exact.search(q, 10)} & {i for i, _ in large.search(q, 10)}) / 10
+        for q in queries
+    ]
+    assert np.mean(recall) > 0.72
