@@ -64,11 +64,19 @@ async function citationColumn(wb: Workbench): Promise<number> {
 export async function hoverCitation(wb: Workbench): Promise<Locator> {
   await wb.openFile('MEMORY.md');
   const p = await wb.pointAt(CITATION_LINE, await citationColumn(wb));
-  await wb.page.mouse.move(p.x, p.y - 30);
-  await wb.page.mouse.move(p.x, p.y, { steps: 5 });
   const hover = wb.page.locator('.monaco-hover:visible', { hasText: 'We chose a token bucket' });
-  await hover.waitFor();
-  return hover;
+  // On a busy 2-core machine VS Code once showed no hover for a pointer that arrived while the
+  // editor was still settling (CI, 2026-12-03): move away and come back, as a user would.
+  for (let attempt = 1; ; attempt++) {
+    await wb.page.mouse.move(p.x - 80, p.y - 60);
+    await wb.page.mouse.move(p.x, p.y, { steps: 5 });
+    try {
+      await hover.waitFor({ timeout: 7_000 });
+      return hover;
+    } catch (err) {
+      if (attempt === 3) throw err;
+    }
+  }
 }
 
 export const CHECKS: Check[] = [
