@@ -26,6 +26,7 @@ import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 from common import md_table, percentile
@@ -52,6 +53,17 @@ def current_rss_mb() -> float:
     return pages * 4096 / (1024 * 1024)
 
 
+def measure(index: Any, queries: np.ndarray, truth: list[set[int]]) -> tuple[list, list]:
+    """Each query's KNN latency (ms) and recall@10 against its exact top 10."""
+    lat, recall = [], []
+    for q, want in zip(queries, truth, strict=True):
+        t0 = time.perf_counter()
+        hits, _ = index.knn(q, 10)
+        lat.append((time.perf_counter() - t0) * 1000)
+        recall.append(len(want & {i for i, _ in hits}) / 10)
+    return lat, recall
+
+
 def worker(n: int, n_queries: int) -> dict[str, float]:
     from memory_ls.search.vector import LARGE, VectorIndex
 
@@ -73,12 +85,7 @@ def worker(n: int, n_queries: int) -> dict[str, float]:
     index.search(queries[0], 10)
     first_ms = (time.perf_counter() - t0) * 1000
     rss = current_rss_mb()
-    lat, recall = [], []
-    for q, want in zip(queries, truth, strict=True):
-        t0 = time.perf_counter()
-        hits, _ = index.knn(q, 10)
-        lat.append((time.perf_counter() - t0) * 1000)
-        recall.append(len(want & {i for i, _ in hits}) / 10)
+    lat, recall = measure(index, queries, truth)
     return {
         "n": n,
         "mode": "float16 + sign codes" if n >= LARGE else "float32 exact",
@@ -108,12 +115,7 @@ def real(n_queries: int) -> list[list[object]]:
     for pool in (shipped, max(10, round(shipped * n / 1_000_000))):
         vector.RESCORE = pool
         index = vector.VectorIndex(lambda _: (ids, stored), large=1)
-        lat, recall = [], []
-        for q, want in zip(queries, truth, strict=True):
-            t0 = time.perf_counter()
-            hits, _ = index.knn(q, 10)
-            lat.append((time.perf_counter() - t0) * 1000)
-            recall.append(len(want & {i for i, _ in hits}) / 10)
+        lat, recall = measure(index, queries, truth)
         rows.append(
             [
                 f"{n:,} real",
