@@ -156,7 +156,8 @@ def test_hybrid_on_pgvector(pg_url, tmp_path):
 
 def test_vector_column_before_pgvector_0_7(pg_url, tmp_path):
     """A schema made where pgvector was older than 0.7 stores `vector`, not `halfvec`: the
-    same engine works on it (HNSW on vector_cosine_ops)."""
+    same engine works on it (HNSW on vector_cosine_ops). That schema is version 1, written by
+    a memory-ls before line vectors: it is migrated in place and gets them."""
     from memory_ls.index.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 
     root = write_notes(tmp_path / "ws", NOTES)
@@ -167,11 +168,9 @@ def test_vector_column_before_pgvector_0_7(pg_url, tmp_path):
                 "CREATE TABLE memory_ls_migrations (version integer PRIMARY KEY, "
                 "applied_at timestamptz NOT NULL DEFAULT now(), client text NOT NULL)"
             )
-            for stmt in MIGRATIONS[SCHEMA_VERSION]("vector"):
+            for stmt in MIGRATIONS[1]("vector"):
                 conn.execute(stmt)
-            conn.execute(
-                "INSERT INTO memory_ls_migrations VALUES (%s, now(), 'old')", (SCHEMA_VERSION,)
-            )
+            conn.execute("INSERT INTO memory_ls_migrations VALUES (1, now(), 'old')")
         with (
             StubServer(api_key=None, dims=16) as stub,
             MemoryEngine(root, team(db_url, unique("old"), stub)) as eng,
@@ -181,6 +180,10 @@ def test_vector_column_before_pgvector_0_7(pg_url, tmp_path):
             resp = eng.search("token bucket rate limiting")
             assert resp.mode == "hybrid" and by_primary(resp)
             assert resp.results[0].path == "memory/2026-01-10-api.md"
+            assert eng.status()["pendingLineVectors"] == 0
+        assert rows(db_url, "SELECT max(version) FROM memory_ls_migrations") == [(SCHEMA_VERSION,)]
+        # MEMORY.md's and the API note's (the others have one line of 12 characters or more)
+        assert rows(db_url, "SELECT count(*) FROM memory_chunk_lines WHERE rows <> ''") == [(2,)]
         assert (
             rows(
                 db_url,
@@ -226,13 +229,16 @@ def test_two_engines_one_namespace(pg_url, tmp_path):
 
 
 def test_concurrent_writers_embed_each_text_once(pg_url, tmp_path):
-    """Three clients sync the same notes at once: every chunk once, every text embedded once."""
+    """Three clients sync the same notes at once: every chunk once, every text embedded once
+    (each note's two lines too: they get line vectors)."""
     ns = unique("fleet")
     notes = {
-        f"memory/n{i}.md": f"# Note {i}\n\nFact number {i} about the fleet.\n" for i in range(40)
+        f"memory/n{i}.md": f"# Note {i}\n\nFact number {i} about the fleet.\n"
+        f"The fleet's rule number {i} holds.\n"
+        for i in range(40)
     }
     roots = [write_notes(tmp_path / f"c{i}", notes) for i in range(3)]
-    with StubServer(api_key=None, dims=16) as stub:
+    with StubServer(api_key=None, dims=16, latency=0.05) as stub:  # slow enough to overlap
         engines = [MemoryEngine(r, team(pg_url, ns, stub)) for r in roots]
         try:
             errors: list[BaseException] = []
@@ -252,7 +258,7 @@ def test_concurrent_writers_embed_each_text_once(pg_url, tmp_path):
             for e in engines:  # whoever was left with pending chunks finishes them
                 e.embed_pending()
             texts = [t for r in stub.requests for t in (r.body or {}).get("input", [])]
-            assert len(texts) == len(set(texts)) == 40
+            assert len(texts) == len(set(texts)) == 40 * 3
         finally:
             for e in engines:
                 e.close()

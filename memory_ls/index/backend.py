@@ -16,7 +16,7 @@ import numpy as np
 
 from ..chunking import Chunk
 from .cache import CacheKey
-from .line_vectors import LineVectors
+from .line_vectors import ChunkLines
 from .rows import ChunkRow, ChunkState, FileState
 
 # (removed chunk ids, added (chunk id, vector blob or None)) of one write
@@ -30,13 +30,25 @@ class EmbeddingCacheBackend(Protocol):
     def count(self) -> int: ...
 
 
+class LineStore(Protocol):
+    """A backend's line vectors (``line_vectors.py``): one row per chunk and model."""
+
+    def pending(self, limit: int) -> list[tuple[int, str, str]]: ...
+    def count_pending(self) -> int: ...
+    def put(self, rows: Sequence[tuple[int, str]], lines: dict[int, ChunkLines]) -> None: ...
+    def get(self, ids: Sequence[int]) -> dict[int, ChunkLines]: ...
+    def drop_all(self) -> int: ...
+    def over(self, max_chunks: int) -> bool: ...
+    def any(self) -> bool: ...
+
+
 class IndexBackend(Protocol):
     @property
     def cache(self) -> EmbeddingCacheBackend: ...
     @property
     def vec_reason(self) -> str | None: ...  # why its own vector search is unavailable
     @property
-    def lines(self) -> LineVectors | None: ...  # None: this backend keeps no line vectors
+    def lines(self) -> LineStore | None: ...  # None: this backend keeps no line vectors
 
     # -- lifecycle and transactions ---------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]: ...

@@ -81,11 +81,7 @@ class LineVectors:
         self.conn.executemany("DELETE FROM chunk_lines WHERE id = ?", [(c,) for c in done])
         self.conn.executemany(
             "INSERT OR REPLACE INTO chunk_lines(id, rows, vectors) VALUES (?, ?, ?)",
-            [
-                (cid, lines[cid].rows.astype(np.uint16).tobytes(), _int8(lines[cid].vectors))
-                for cid in done
-                if cid in lines
-            ],
+            [(cid, *pack(lines[cid])) for cid in done if cid in lines],
         )
         self.conn.executemany("UPDATE chunks SET lines = 1 WHERE id = ?", [(c,) for c in done])
 
@@ -97,18 +93,7 @@ class LineVectors:
             found += self.conn.execute(
                 f"SELECT id, rows, vectors FROM chunk_lines WHERE id IN ({marks})", part
             ).fetchall()
-        if not found:
-            return {}
-        # One conversion for all of them: a search asks for 30 chunks and waits for this.
-        rows = [np.frombuffer(r, dtype=np.uint16) for _, r, _ in found]
-        flat = np.frombuffer(b"".join(v for _, _, v in found), dtype=np.int8)
-        vectors = unit_f32(flat.reshape(sum(len(r) for r in rows), -1))
-        out: dict[int, ChunkLines] = {}
-        start = 0
-        for (cid, _, _), r in zip(found, rows, strict=True):
-            out[cid] = ChunkLines(r, vectors[start : start + len(r)])
-            start += len(r)
-        return out
+        return unpack(found)
 
     def retire(self, ids: Sequence[int]) -> None:
         """These chunks are about to be deleted: set their lines aside by text, so that the
@@ -190,11 +175,29 @@ class LineVectors:
         return self.conn.execute("SELECT 1 FROM chunk_lines LIMIT 1").fetchone() is not None
 
 
-def _int8(vectors: np.ndarray) -> bytes:
-    """Each row scaled to +-127 at its largest component and rounded: half of float16's size,
-    and cosine only needs the direction (a row is made unit length again when read; measured
-    cosine to the float32 row > 0.9999)."""
-    v = np.asarray(vectors, dtype=np.float32)
+def pack(lines: ChunkLines) -> tuple[bytes, bytes]:
+    """(rows as uint16, vectors as int8): each vector scaled to +-127 at its largest component
+    and rounded, half of float16's size; cosine only needs the direction (a row is made unit
+    length again when read; measured cosine to the float32 row > 0.9999)."""
+    v = np.asarray(lines.vectors, dtype=np.float32)
     peak = np.abs(v).max(axis=1, keepdims=True)
     scaled = np.divide(v * 127.0, peak, out=np.zeros_like(v), where=peak > 0)
-    return np.rint(scaled).astype(np.int8).tobytes()
+    return lines.rows.astype(np.uint16).tobytes(), np.rint(scaled).astype(np.int8).tobytes()
+
+
+def unpack(found: Sequence[tuple[int, bytes, bytes]]) -> dict[int, ChunkLines]:
+    """Chunk id -> its lines, from (id, rows, vectors) as ``pack`` made them; rows of no lines
+    (a chunk marked done with nothing to embed) are left out."""
+    found = [f for f in found if f[1]]
+    if not found:
+        return {}
+    # One conversion for all of them: a search asks for 30 chunks and waits for this.
+    rows = [np.frombuffer(r, dtype=np.uint16) for _, r, _ in found]
+    flat = np.frombuffer(b"".join(bytes(v) for _, _, v in found), dtype=np.int8)
+    vectors = unit_f32(flat.reshape(sum(len(r) for r in rows), -1))
+    out: dict[int, ChunkLines] = {}
+    start = 0
+    for (cid, _, _), r in zip(found, rows, strict=True):
+        out[cid] = ChunkLines(r, vectors[start : start + len(r)])
+        start += len(r)
+    return out

@@ -21,7 +21,7 @@ from .errors import PrimaryUnavailable
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MIGRATION_LOCK = 0x6D656D6F  # pg_advisory_xact_lock key shared by every memory-ls client
 TS_CONFIG = "memory_ls_english"
 MIN_PGVECTOR = (0, 5)  # HNSW
@@ -75,7 +75,19 @@ def _v1(vtype: str) -> list[str]:
     ]
 
 
-MIGRATIONS = {1: _v1}
+def _v2(vtype: str) -> list[str]:
+    # Line vectors (index/line_vectors.py's int8 rows), per chunk and model; a row with no
+    # lines marks a chunk done that has nothing to embed line by line.
+    return [
+        """CREATE TABLE memory_chunk_lines (
+            chunk_id bigint NOT NULL REFERENCES memory_chunks(id) ON DELETE CASCADE,
+            ns text NOT NULL, model text NOT NULL, rows bytea NOT NULL, vectors bytea NOT NULL,
+            PRIMARY KEY (chunk_id, model))""",
+        "CREATE INDEX memory_chunk_lines_ns ON memory_chunk_lines (ns, model)",
+    ]
+
+
+MIGRATIONS = {1: _v1, 2: _v2}
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The embedding queue of a namespace: chunks without a vector of a model, and claims on them.
+"""The embedding queues of a namespace (chunks without a vector of a model; chunks with it but
+without their line vectors), and claims on them.
 
 A client claims a batch before embedding it (``FOR UPDATE SKIP LOCKED``, then a claim row with
 an expiry), so clients syncing the same notes at once never pay for the same text twice; a
@@ -15,29 +16,44 @@ CLAIM_MINUTES = 10
 _NO_VECTOR = (
     "NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.chunk_id = c.id AND v.model = %(m)s)"
 )
+# The second queue: chunks with this model's vector but not yet its line vectors (lines.py).
+_NO_LINES = (
+    "EXISTS (SELECT 1 FROM memory_vectors v WHERE v.chunk_id = c.id AND v.model = %(m)s) "
+    "AND NOT EXISTS (SELECT 1 FROM memory_chunk_lines l "
+    "WHERE l.chunk_id = c.id AND l.model = %(m)s)"
+)
+QUEUES = {"vectors": _NO_VECTOR, "lines": _NO_LINES}
 
 
-def claim(store: Session, limit: int, after: int) -> list[tuple[int, str, str]]:
-    """(id, hash, text) of up to ``limit`` pending chunks above id ``after`` that no other
-    client is embedding, now claimed for this one. Resuming after the last id claimed keeps a
-    backfill linear: each call would otherwise walk past every chunk embedded before it."""
+def _claim_key(store: Session, queue: str) -> str:
+    """The claims table's model column: the model for vectors, model#lines for its lines."""
+    return store.db.model_key if queue == "vectors" else f"{store.db.model_key}#{queue}"
+
+
+def claim(
+    store: Session, limit: int, after: int, queue: str = "vectors"
+) -> list[tuple[int, str, str]]:
+    """(id, hash, text) of up to ``limit`` chunks of ``queue`` above id ``after`` that no
+    other client is embedding, now claimed for this one. Resuming after the last id claimed
+    keeps a backfill linear: each call would otherwise walk past every chunk embedded before."""
     rows = store.q(
         f"""WITH picked AS (
              SELECT c.id, c.hash, c.text FROM memory_chunks c
-             WHERE c.ns = %(ns)s AND c.id > %(after)s AND {_NO_VECTOR}
+             WHERE c.ns = %(ns)s AND c.id > %(after)s AND {QUEUES[queue]}
                AND NOT EXISTS (SELECT 1 FROM memory_embed_claims k
-                               WHERE k.chunk_id = c.id AND k.model = %(m)s
+                               WHERE k.chunk_id = c.id AND k.model = %(k)s
                                  AND k.owner <> %(me)s AND k.until > now())
              ORDER BY c.id LIMIT %(n)s FOR UPDATE OF c SKIP LOCKED),
            claimed AS (
              INSERT INTO memory_embed_claims (chunk_id, model, owner, until)
-             SELECT id, %(m)s, %(me)s, now() + make_interval(mins => %(mins)s) FROM picked
+             SELECT id, %(k)s, %(me)s, now() + make_interval(mins => %(mins)s) FROM picked
              ON CONFLICT (chunk_id, model) DO UPDATE
              SET owner = excluded.owner, until = excluded.until)
            SELECT id, hash, text FROM picked ORDER BY id""",
         {
             "ns": store.ns,
             "m": store.db.model_key,
+            "k": _claim_key(store, queue),
             "me": store.db.origin,
             "n": limit,
             "after": after,
@@ -47,10 +63,10 @@ def claim(store: Session, limit: int, after: int) -> list[tuple[int, str, str]]:
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def release(store: Session, ids: Sequence[int]) -> None:
+def release(store: Session, ids: Sequence[int], queue: str = "vectors") -> None:
     store.q(
         "DELETE FROM memory_embed_claims WHERE chunk_id = ANY(%s) AND model = %s",
-        (list(ids), store.db.model_key),
+        (list(ids), _claim_key(store, queue)),
     )
 
 
@@ -67,9 +83,9 @@ def still_pending(store: Session, rows: Sequence[tuple[int, str]]) -> set[int]:
     return {cid for cid, h in found if wanted.get(cid) == h}
 
 
-def count(store: Session) -> int:
+def count(store: Session, queue: str = "vectors") -> int:
     row = store.q(
-        f"SELECT count(*) FROM memory_chunks c WHERE c.ns = %(ns)s AND {_NO_VECTOR}",
+        f"SELECT count(*) FROM memory_chunks c WHERE c.ns = %(ns)s AND {QUEUES[queue]}",
         {"ns": store.ns, "m": store.db.model_key},
     ).fetchone()
     return int(row[0]) if row else 0

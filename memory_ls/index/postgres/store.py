@@ -22,18 +22,19 @@ from ..rows import ChunkRow, ChunkState, FileState, from_blob, to_blob
 from . import keyword, pending, vectors
 from .cache import PgEmbeddingCache
 from .database import PgDatabase, Vector
+from .lines import PgLineVectors
 from .tokens import index_text
 
 
 class PgStore:
     vec_reason: str | None = None
-    lines = None  # line vectors (index/line_vectors.py) are not built for the team index
 
     def __init__(self, conn: psycopg.Connection[Any], db: PgDatabase):
         self.conn = conn
         self.db = db
         self.ns = db.namespace
         self.cache = PgEmbeddingCache(conn, db.namespace)
+        self.lines = PgLineVectors(self)
         self._after_commit: list[Callable[[], None]] = []
         self._locked: set[str] = set()
         self._in_tx = False
@@ -261,9 +262,7 @@ class PgStore:
             (c.hash, c.start_line, c.end_line, source) for c in chunks
         ]:
             return [], []  # another client (or an earlier sync) wrote exactly these chunks
-        removed = [r[0] for r in have]
-        self._delete_ids(removed)
-        return removed, self._insert_chunks(path, source, chunks, known)
+        return self._swap(path, source, [r[0] for r in have], chunks, known)
 
     def update_chunks(
         self,
@@ -275,12 +274,25 @@ class PgStore:
         model: str,
     ) -> tuple[list[int], list[tuple[int, bytes | None]]]:
         self.lock_path(path)
-        self._delete_ids(remove)
-        return list(remove), self._insert_chunks(path, source, chunks, known)
+        return self._swap(path, source, remove, chunks, known)
 
-    def _delete_ids(self, ids: Sequence[int]) -> None:
-        if ids:
-            self.q("DELETE FROM memory_chunks WHERE ns = %s AND id = ANY(%s)", (self.ns, list(ids)))
+    def _swap(
+        self,
+        path: str,
+        source: str,
+        remove: Sequence[int],
+        chunks: Sequence[Chunk],
+        known: dict[str, bytes],
+    ) -> tuple[list[int], list[tuple[int, bytes | None]]]:
+        """Insert the new chunks, give them the line vectors of removed chunks of the same
+        text, then delete the removed ones (one transaction: readers see either set)."""
+        added = self._insert_chunks(path, source, chunks, known)
+        self.lines.carry(remove, [cid for cid, _ in added])
+        if remove:
+            self.q(
+                "DELETE FROM memory_chunks WHERE ns = %s AND id = ANY(%s)", (self.ns, list(remove))
+            )
+        return list(remove), added
 
     def _insert_chunks(
         self, path: str, source: str, chunks: Sequence[Chunk], known: dict[str, bytes]
@@ -393,6 +405,7 @@ class PgStore:
             "chunks": sum(by_source.values()),
             "chunksBySource": by_source,
             "pendingEmbeddings": self.count_pending() if self.db.model_key else 0,
+            "pendingLineVectors": self.lines.count_pending() if self.db.model_key else 0,
             "cacheEntries": self.cache.count(),
         }
 

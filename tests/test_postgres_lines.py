@@ -1,0 +1,102 @@
+"""Line vectors on the team index (real PostgreSQL + pgvector): a search scores and points at
+lines as the SQLite index does, a namespace's clients embed each chunk's lines once, and an
+edit keeps the lines of the chunks it did not change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import write
+from http_stub import StubServer
+from model_util import ensure_test_model
+from pg_util import shared_url, unique
+from test_line_vectors import ANSWER, NOTE, QUESTION, long_note
+from test_postgres import rows, team
+
+from memory_ls.engine import MemoryEngine
+from memory_ls.settings import Settings
+
+ORPHANS = (
+    "SELECT count(*) FROM memory_chunk_lines l LEFT JOIN memory_chunks c ON c.id = l.chunk_id "
+    "WHERE c.id IS NULL"
+)
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> str:
+    return shared_url()
+
+
+def embedded(stub: StubServer) -> list[str]:
+    return [t for r in stub.requests for t in (r.body or {}).get("input", [])]
+
+
+@pytest.mark.model
+def test_a_team_search_scores_and_points_at_lines_as_sqlite_does(pg_url, tmp_path: Path):
+    root = tmp_path / "ws"
+    write(root, "memory/2026-03-01-session-4.md", NOTE)
+    write(root, "memory/2026-03-02-plans.md", "# Plans\n\nBook the dentist for Tuesday.\n")
+    local = Settings(provider="local")
+    local.local.model_path = str(ensure_test_model())
+    pg = team(pg_url, unique("lines"))
+    pg.provider, pg.local = "local", local.local
+    with MemoryEngine(root, local, index_path=tmp_path / "i.sqlite") as e:
+        e.sync()
+        want = e.search(QUESTION, min_score=0).results
+    with MemoryEngine(root, pg) as e:
+        e.sync()
+        assert e.status()["pendingLineVectors"] == 0
+        got = e.search(QUESTION, min_score=0).results
+    assert [h.path for h in got] == [h.path for h in want]
+    answer_line = NOTE.split("\n").index(ANSWER) + 1
+    assert got[0].best_line == want[0].best_line == answer_line
+    for g, w in zip(got, want, strict=True):  # halfvec against float32, int8 lines alike
+        assert g.vector_score == pytest.approx(w.vector_score, abs=3e-3)
+        assert g.score == pytest.approx(w.score, abs=3e-3)
+
+
+def test_a_namespace_embeds_each_chunks_lines_once_and_edits_keep_them(pg_url, tmp_path: Path):
+    ns = unique("lines")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for root in (a, b):
+        write(root, "memory/diary.md", long_note())
+    texts = "SELECT text FROM memory_chunks WHERE ns = %s"
+    with StubServer(api_key=None, dims=16) as stub, MemoryEngine(a, team(pg_url, ns, stub)) as ea:
+        ea.sync()
+        n = rows(pg_url, "SELECT count(*) FROM memory_chunks WHERE ns = %s", ns)[0][0]
+        assert n >= 3
+        with_lines = "SELECT count(*) FROM memory_chunk_lines WHERE ns = %s AND rows <> ''"
+        assert rows(pg_url, with_lines, ns) == [(n,)]
+        assert len(embedded(stub)) > 60  # the chunks, then their 60 lines
+        stub.requests.clear()
+        with MemoryEngine(b, team(pg_url, ns, stub)) as eb:
+            eb.sync()
+            assert embedded(stub) == []  # the same notes: paid for by the other client
+        before = {t for (t,) in rows(pg_url, texts, ns)}
+        write(a, "memory/diary.md", long_note() + "Entry 60: the quetzal left.\n")
+        ea.sync()
+        after = [t for (t,) in rows(pg_url, texts, ns)]
+        changed = [t for t in after if t not in before]
+        assert changed and len(changed) < len(after)
+        # Embedded: the changed chunks and their lines, nothing of the chunks left alone.
+        assert embedded(stub) and all(any(t in c for c in changed) for t in embedded(stub))
+        assert rows(pg_url, with_lines, ns) == [(len(after),)]
+        assert ea.status()["pendingLineVectors"] == 0
+    assert rows(pg_url, ORPHANS) == [(0,)]
+
+
+def test_a_team_index_past_max_chunks_keeps_no_line_vectors(pg_url, tmp_path: Path):
+    ns = unique("lines")
+    write(tmp_path / "ws", "memory/diary.md", long_note())
+    with StubServer(api_key=None, dims=16) as stub:
+        s = team(pg_url, ns, stub)
+        with MemoryEngine(tmp_path / "ws", s) as e:
+            e.sync()
+            assert rows(pg_url, "SELECT count(*) FROM memory_chunk_lines WHERE ns = %s", ns)[0][0]
+        s.query.lines.max_chunks = 1
+        with MemoryEngine(tmp_path / "ws", s) as e:
+            e.sync()
+            e.embed_pending()
+            assert e.status()["pendingLineVectors"] == 0
+    assert rows(pg_url, "SELECT count(*) FROM memory_chunk_lines WHERE ns = %s", ns) == [(0,)]
