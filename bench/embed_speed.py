@@ -1,9 +1,13 @@
-"""Local embedding throughput of two code trees side by side: chunks/s and query latency.
+"""Local embedding throughput of two code trees, or of two llama.cpp builds, side by side:
+chunks/s and query latency.
 
     python bench/embed_speed.py --baseline REV [--model PATH] [--chunks 48] [--rounds 3] [--busy]
+    python bench/embed_speed.py --baseline-python OTHER/.venv/bin/python   # another build
 
-The baseline revision is checked out with `git worktree` into a scratch folder; each round runs
-one child process per tree (alternating, so both see the same machine), which opens the model
+The baseline revision is checked out with `git worktree` into a scratch folder (or, with
+--baseline-python, this tree runs under another environment's interpreter and so its
+llama-cpp-python); each round runs one child process per side (alternating, so both see the
+same machine), which opens the model
 with the shipped settings and embeds the same chunks: SciFact passages (../shared/eval) cut to
 about 400 tokens, the size memory-ls chunks to. `--busy` keeps one core busy with a spinning
 process for the whole run, as a compiler or a browser would. Prints the median and range per tree
@@ -64,9 +68,9 @@ def chunks(n: int) -> list[str]:
     return out
 
 
-def run_child(tree: Path, model: Path, texts_file: Path) -> dict[str, float]:
+def run_child(python: str, tree: Path, model: Path, texts_file: Path) -> dict[str, float]:
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tree), str(model), str(texts_file), QUERY],
+        [python, "-c", CHILD, str(tree), str(model), str(texts_file), QUERY],
         capture_output=True,
         text=True,
         check=True,
@@ -76,7 +80,9 @@ def run_child(tree: Path, model: Path, texts_file: Path) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--baseline", required=True, help="git revision to compare against")
+    side = ap.add_mutually_exclusive_group(required=True)
+    side.add_argument("--baseline", help="git revision to compare against")
+    side.add_argument("--baseline-python", help="interpreter of another environment to compare")
     ap.add_argument("--model", type=Path, default=None, help="GGUF model (default: the pulled one)")
     ap.add_argument("--chunks", type=int, default=48)
     ap.add_argument("--rounds", type=int, default=3)
@@ -87,10 +93,16 @@ def main() -> None:
         sys.exit("no model: pass --model PATH or run `memory-ls model pull`")
     with tempfile.TemporaryDirectory(prefix="embed-speed-") as tmp:
         base = Path(tmp) / "baseline"
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(base), args.baseline],
-            check=True,
-        )
+        if args.baseline:
+            subprocess.run(
+                ["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(base)]
+                + [args.baseline],
+                check=True,
+            )
+            sides = {f"baseline {args.baseline}": (sys.executable, base)}
+        else:
+            sides = {f"baseline {args.baseline_python}": (args.baseline_python, REPO)}
+        sides["this tree"] = (sys.executable, REPO)
         busy = None
         try:
             texts_file = Path(tmp) / "texts.json"
@@ -98,16 +110,16 @@ def main() -> None:
             if args.busy:
                 busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
                 time.sleep(0.5)
-            trees = {f"baseline {args.baseline}": base, "this tree": REPO}
-            runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+            runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
             for r in range(args.rounds):
-                for name, tree in trees.items():
-                    runs[name].append(run_child(tree, model, texts_file))
+                for name, (python, tree) in sides.items():
+                    runs[name].append(run_child(python, tree, model, texts_file))
                     print(f"round {r + 1} {name}: {runs[name][-1]}", file=sys.stderr)
         finally:
             if busy is not None:
                 busy.kill()
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)])
+            if args.baseline:
+                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)])
     rows = []
     for name, got in runs.items():
         rate = [g["chunks_s"] for g in got]

@@ -252,11 +252,15 @@ def checkpoint(path: Path) -> None:
             conn.close()
 
 
-def seed_embedding_cache(dest: Path, cache_root: Path, workspace: str, provider: Any) -> int:
+def seed_embedding_cache(
+    dest: Path, cache_root: Path, workspace: str, provider: Any
+) -> tuple[int, Path | None]:
     """Start a new index with the embedding cache of an older one for the same provider (the
-    engine code or chunking changed: unchanged chunk texts keep their paid-for vectors)."""
+    engine code or chunking changed: unchanged chunk texts keep their paid-for vectors).
+    Returns how many vectors it copied and the older index, whose line vectors
+    ``index_workspace`` copies once the new index has its chunks."""
     if provider is None or not cache_root.is_dir():
-        return 0
+        return 0, None
     tag = f"{provider.id}-{provider.model}-"
     olds = sorted(
         (p for p in cache_root.glob(f"{tag}*/{workspace}.sqlite")),
@@ -275,10 +279,10 @@ def seed_embedding_cache(dest: Path, cache_root: Path, workspace: str, provider:
 
         store = Store(dest)
         try:
-            return store.cache.copy_from(old)
+            return store.cache.copy_from(old), old
         finally:
             store.close()
-    return 0
+    return 0, None
 
 
 @dataclass
@@ -288,6 +292,7 @@ class WorkspaceRun:
     chunks: int = 0
     cached: bool = False
     seeded: int = 0
+    seeded_from: Path | None = None  # the older cached index the vectors came from
     sync_ms: float = 0.0
     embed_ms: float = 0.0
     embedded: int = 0
@@ -335,7 +340,7 @@ def open_workspace(
         shutil.copy2(cached, idx)
         run.cached = True
     elif cache_dir:
-        run.seeded = seed_embedding_cache(idx, cache_dir / es.name, ws, provider)
+        run.seeded, run.seeded_from = seed_embedding_cache(idx, cache_dir / es.name, ws, provider)
     run.extra["changed"] = not run.cached
     return MemoryEngine(root, settings, provider=provider, index_path=idx), run, idx
 
@@ -347,6 +352,10 @@ def index_workspace(engine: MemoryEngine, run: WorkspaceRun, label: str) -> None
     run.sync_ms = (time.perf_counter() - t0) * 1000
     if report.indexed or report.removed:
         run.extra["changed"] = True
+    if run.seeded_from is not None:  # the older index's line vectors, for chunks of equal text
+        store = engine.indexer.writer
+        with engine.indexer.lock:  # ATTACH cannot be inside a transaction; autocommit it is
+            run.extra["seededLines"] = store.lines.copy_from(run.seeded_from)
     if engine.provider is not None:
         lines_before = engine.status()["pendingLineVectors"]
         t0 = time.perf_counter()
@@ -487,7 +496,9 @@ def run_set(
             log(
                 f"  {es.name}/{ws}: {run.files} files, {run.chunks} chunks, "
                 f"{'cached index' if run.cached else 'new index'}"
-                f"{f' (seeded {run.seeded} cached vectors)' if run.seeded else ''}, "
+                f"{f' (seeded {run.seeded} cached vectors)' if run.seeded else ''}"
+                f"{f', lines of {n} chunks seeded' if (n := run.extra.get('seededLines')) else ''}"
+                ", "
                 f"sync {run.sync_ms / 1000:.1f} s"
                 + (f", embedded {run.embedded} in {run.embed_ms / 1000:.1f} s" if provider else "")
             )
