@@ -65,12 +65,14 @@ if [ -n "$wheels" ]; then
   spec=$(.venv/bin/python -c 'import re, tomllib
 deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
 print(next(d for d in deps if re.match(r"llama[-_]cpp[-_]python\b", d)))')
-  if ! compgen -G "$wheels/llama_cpp_python-*.whl" >/dev/null; then
+  # A wheel in the folder that meets the requirement, else one built now (once per folder
+  # and version). Its own dependencies come with the project's below.
+  from_folder=(.venv/bin/python -m pip install -q --no-index --find-links "$wheels" --no-deps)
+  if ! "${from_folder[@]}" "$spec" 2>/dev/null; then
     echo "install.sh: compiling llama-cpp-python for this CPU ($wheels), a few minutes" >&2
     mkdir -p "$wheels"
     .venv/bin/python -m pip wheel -q --no-deps --no-cache-dir -w "$wheels" "$spec"
+    "${from_folder[@]}" "$spec"
   fi
-  newest=$(ls "$wheels"/llama_cpp_python-*.whl | sort -V | tail -n 1)
-  .venv/bin/python -m pip install -q "$newest"
 fi
 .venv/bin/python -m pip install -q -e '.[dev]'
