@@ -82,7 +82,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     side = ap.add_mutually_exclusive_group(required=True)
     side.add_argument("--baseline", help="git revision to compare against")
-    side.add_argument("--baseline-python", help="interpreter of another environment to compare")
+    side.add_argument(
+        "--baseline-python",
+        action="append",
+        help="interpreter of another environment to compare (repeatable)",
+    )
     ap.add_argument("--model", type=Path, default=None, help="GGUF model (default: the pulled one)")
     ap.add_argument("--chunks", type=int, default=48)
     ap.add_argument("--rounds", type=int, default=3)
@@ -101,7 +105,7 @@ def main() -> None:
             )
             sides = {f"baseline {args.baseline}": (sys.executable, base)}
         else:
-            sides = {f"baseline {args.baseline_python}": (args.baseline_python, REPO)}
+            sides = {f"baseline {py}": (py, REPO) for py in args.baseline_python}
         sides["this tree"] = (sys.executable, REPO)
         busy = None
         try:
@@ -135,8 +139,10 @@ def main() -> None:
     print(f"model {model.name}, {args.chunks} chunks, {args.rounds} rounds, busy core: {args.busy}")
     header = ["code", "chunks/s median (range)", "query ms p50 (range)", "tokens/chunk"]
     print(md_table(header, rows))
-    medians = [statistics.median(g["chunks_s"] for g in got) for got in runs.values()]
-    print(f"\nthroughput ratio (this tree / baseline): {medians[1] / medians[0]:.2f}x")
+    medians = {name: statistics.median(g["chunks_s"] for g in got) for name, got in runs.items()}
+    mine = medians.pop("this tree")
+    for name, m in medians.items():
+        print(f"\nthroughput ratio (this tree / {name}): {mine / m:.2f}x")
 
 
 if __name__ == "__main__":
