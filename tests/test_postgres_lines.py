@@ -86,17 +86,32 @@ def test_a_namespace_embeds_each_chunks_lines_once_and_edits_keep_them(pg_url, t
     assert rows(pg_url, ORPHANS) == [(0,)]
 
 
-def test_a_team_index_past_max_chunks_keeps_no_line_vectors(pg_url, tmp_path: Path):
+def test_a_client_past_its_max_chunks_neither_drops_nor_uses_the_teams_lines(
+    pg_url, tmp_path: Path
+):
+    """Clients share the line vectors, each with its own query.lines.maxChunks: one whose limit
+    the namespace exceeds leaves them for the others (dropping them would make the others pay
+    again) and scores every chunk by its own vector."""
     ns = unique("lines")
     write(tmp_path / "ws", "memory/diary.md", long_note())
+    count = "SELECT count(*) FROM memory_chunk_lines WHERE ns = %s AND rows <> ''"
+    query = "the harbour for 41 minutes"
     with StubServer(api_key=None, dims=16) as stub:
         s = team(pg_url, ns, stub)
         with MemoryEngine(tmp_path / "ws", s) as e:
             e.sync()
-            assert rows(pg_url, "SELECT count(*) FROM memory_chunk_lines WHERE ns = %s", ns)[0][0]
+            have = rows(pg_url, count, ns)
+            assert have[0][0] >= 3
+            with_lines = e.search(query, min_score=0).results
         s.query.lines.max_chunks = 1
         with MemoryEngine(tmp_path / "ws", s) as e:
             e.sync()
             e.embed_pending()
-            assert e.status()["pendingLineVectors"] == 0
-    assert rows(pg_url, "SELECT count(*) FROM memory_chunk_lines WHERE ns = %s", ns) == [(0,)]
+            assert e.status()["pendingLineVectors"] == 0  # none it would embed
+            small = e.search(query, min_score=0).results
+        s.query.lines.max_chunks = 0
+        with MemoryEngine(tmp_path / "ws", s) as e:
+            off = e.search(query, min_score=0).results
+    assert rows(pg_url, count, ns) == have
+    assert [h.vector_score for h in small] == [h.vector_score for h in off]
+    assert [h.vector_score for h in small] != [h.vector_score for h in with_lines]

@@ -78,14 +78,15 @@ def embed_lines(
 ) -> int:
     """Embed the lines of every chunk that has its vector but not its lines' yet, while the
     index holds at most ``max_chunks`` chunks; past that, drop every line vector (a search
-    then scores all chunks alike, by their own vectors). Lines that ``readable`` refuses get
-    none (an English model's vector of a Chinese line is noise). Returns the lines embedded."""
+    then scores all chunks alike, by their own vectors), unless other clients share them.
+    Lines that ``readable`` refuses get none (an English model's vector of a Chinese line is
+    noise). Returns the lines embedded."""
     lines = store.lines
     if lines is None:
         return 0
     with lock:
         if lines.over(max_chunks):
-            if lines.any():
+            if lines.any() and not lines.shared:
                 with store.transaction():
                     lines.drop_all()
             return 0

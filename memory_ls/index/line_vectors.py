@@ -51,6 +51,8 @@ class ChunkLines:
 class LineVectors:
     """The ``chunk_lines`` table of one connection."""
 
+    shared = False  # one user's index: past query.lines.maxChunks its line vectors are dropped
+
     def __init__(self, conn: Any):
         self.conn = conn
 

@@ -96,6 +96,8 @@ def by_lines(
     lines = store.lines
     if lines is None or ls.max_chunks == 0 or ls.weight == 0:
         return {}
+    if lines.shared and lines.over(ls.max_chunks):
+        return {}  # a team index past this client's limit: scored as if it had none
     top = heapq.nlargest(LINE_CANDIDATES, (c for c in cands if c.vector is not None), key=rank)
     found = lines.get([c.chunk_id for c in top])
     closest: dict[int, tuple[np.ndarray, np.ndarray]] = {}

@@ -86,7 +86,8 @@ class LineSettings:
         "time (and a remote provider's tokens) and about 4 KB a chunk to the index. Past this "
         "size, and whenever `remote.batchApi` is on with a provider that has a batch API (they "
         "would go through the full-price endpoint), the line vectors are dropped; `0` turns "
-        "them off.",
+        "them off. On a team index (`store.backend` `postgres`) they are shared: a client past "
+        "its own limit neither embeds nor uses them, and leaves them to the others.",
         minimum=0,
     )
     weight: float = setting(

@@ -66,7 +66,8 @@ def term_queries(
     return out
 
 
-def _totals(store: Session) -> tuple[int, float]:
+def totals(store: Session) -> tuple[int, float]:
+    """The namespace's chunks and their average length, counted at most every STATS_SECONDS."""
     db = store.db
     t = db.totals
     if t is None or not db.fresh(t[2]):
@@ -114,7 +115,7 @@ def _estimate(store: Session, tsq: str) -> int:
     table = float(total.fetchone()[0] or 0)  # type: ignore[index]
     if table <= 0:
         return 0  # never analysed: no statistics to go by, count instead
-    return int(rows * _totals(store)[0] / table)
+    return int(rows * totals(store)[0] / table)
 
 
 def doc_frequencies(store: Session, words: Sequence[str]) -> tuple[list[int], int]:
@@ -122,7 +123,7 @@ def doc_frequencies(store: Session, words: Sequence[str]) -> tuple[list[int], in
     queries = [q for q, _ in term_queries(store, terms)]
     found = _frequencies(store, [q for q in queries if q])
     it = iter(found)
-    return [next(it) if q else 0 for q in queries], _totals(store)[0]
+    return [next(it) if q else 0 for q in queries], totals(store)[0]
 
 
 def _tf(rank: str, prefix: bool) -> str:
@@ -160,7 +161,7 @@ def search(store: Session, expr: str, limit: int) -> list[tuple[int, float]]:
     ]
     if not picked:
         return []
-    n, avgdl = _totals(store)
+    n, avgdl = totals(store)
     dfs = _frequencies(store, [q for q, _, _ in picked])
     params: dict[str, object] = {"ns": store.ns, "limit": limit}
     params["tsq"] = " | ".join(f"( {picked[i][0]} )" for i in _selective(dfs))

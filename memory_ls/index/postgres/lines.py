@@ -11,11 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..line_vectors import ChunkLines, pack, unpack
-from . import pending
+from . import keyword, pending
 from .database import Session
 
 
 class PgLineVectors:
+    # Many clients share these, each with its own query.lines.maxChunks: one client's limit
+    # never drops them (the others would pay for them again); past it, that client neither
+    # embeds nor uses them.
+    shared = True
+
     def __init__(self, store: Session):
         self.s = store
         self._after = 0  # where the next claim resumes (see pending.claim)
@@ -77,10 +82,9 @@ class PgLineVectors:
         return int(cur.rowcount)
 
     def over(self, max_chunks: int) -> bool:
-        row = self.s.q(
-            "SELECT 1 FROM memory_chunks WHERE ns = %s OFFSET %s LIMIT 1", (self.s.ns, max_chunks)
-        ).fetchone()
-        return row is not None
+        """More than ``max_chunks`` chunks in the namespace (a count a few seconds old: every
+        search asks)."""
+        return keyword.totals(self.s)[0] > max_chunks
 
     def any(self) -> bool:
         row = self.s.q(
