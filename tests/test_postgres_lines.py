@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import psycopg
 import pytest
 from conftest import write
 from http_stub import StubServer
@@ -15,6 +17,9 @@ from test_line_vectors import ANSWER, NOTE, QUESTION, long_note
 from test_postgres import rows, team
 
 from memory_ls.engine import MemoryEngine
+from memory_ls.index.line_vectors import ChunkLines
+from memory_ls.index.postgres import store as pg_store
+from memory_ls.index.rows import to_blob
 from memory_ls.settings import Settings
 
 ORPHANS = (
@@ -115,3 +120,37 @@ def test_a_client_past_its_max_chunks_neither_drops_nor_uses_the_teams_lines(
     assert rows(pg_url, count, ns) == have
     assert [h.vector_score for h in small] == [h.vector_score for h in off]
     assert [h.vector_score for h in small] != [h.vector_score for h in with_lines]
+
+
+def test_writes_skip_chunks_another_client_is_deleting(pg_url, tmp_path: Path):
+    """A vector or line written for a chunk whose delete another client has not committed yet
+    is skipped at once: waiting on it would fail the foreign key check when the delete
+    commits, or deadlock with a delete of several chunks."""
+    ns = unique("lines")
+    write(tmp_path / "ws", "memory/diary.md", long_note())
+    with (
+        StubServer(api_key=None, dims=16) as stub,
+        MemoryEngine(tmp_path / "ws", team(pg_url, ns, stub)) as e,
+    ):
+        e.sync()
+        chunks = rows(pg_url, "SELECT id, hash FROM memory_chunks WHERE ns = %s ORDER BY id", ns)
+        two = [cid for cid, _ in chunks[:2]]
+        rows(pg_url, "DELETE FROM memory_chunk_lines WHERE chunk_id = ANY(%s)", two)
+        rows(pg_url, "DELETE FROM memory_vectors WHERE chunk_id = ANY(%s)", two)
+        db = e.primary.db
+        assert db is not None
+        with psycopg.connect(pg_url) as other:  # a transaction left open
+            for cid in reversed(two):
+                other.execute("DELETE FROM memory_chunks WHERE id = %s", (cid,))
+            lines = ChunkLines(np.array([0, 1]), np.eye(2, 16, dtype=np.float32))
+            with e.primary.lock:
+                store = pg_store.writer(db)
+                with store.transaction():
+                    store.q("SET LOCAL lock_timeout = '2s'")  # a wait fails the test
+                    store.lines.put(chunks[:2], {cid: lines for cid in two})
+                    blob = to_blob(np.full(16, 0.25, dtype=np.float32))
+                    store.set_embeddings([(cid, blob) for cid in two], db.model_key)
+            other.commit()
+        assert rows(pg_url, "SELECT count(*) FROM memory_chunks WHERE id = ANY(%s)", two) == [(0,)]
+        assert e.search("harbour", min_score=0).results  # the client still answers
+    assert rows(pg_url, ORPHANS) == [(0,)]

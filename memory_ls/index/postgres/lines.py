@@ -14,6 +14,12 @@ from ..line_vectors import ChunkLines, pack, unpack
 from . import keyword, pending
 from .database import Session
 
+# The chunk a row is written for, unless another client is deleting it right now: that
+# client's lock is skipped instead of waited for (the foreign key check would wait, then fail
+# when the delete commits, or deadlock with a delete of several chunks), and the key share
+# lock taken here keeps the chunk until this transaction ends.
+LIVE_CHUNK = "SELECT id, ns FROM memory_chunks WHERE id = %s AND ns = %s FOR KEY SHARE SKIP LOCKED"
+
 
 class PgLineVectors:
     # Many clients share these, each with its own query.lines.maxChunks: one client's limit
@@ -44,7 +50,7 @@ class PgLineVectors:
         with self.s.conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO memory_chunk_lines (chunk_id, ns, model, rows, vectors) "
-                "SELECT id, ns, %s, %s, %s FROM memory_chunks WHERE id = %s AND ns = %s "
+                f"SELECT c.id, c.ns, %s, %s, %s FROM ({LIVE_CHUNK}) c "
                 "ON CONFLICT (chunk_id, model) DO NOTHING",
                 [(m, *(pack(lines[cid]) if cid in lines else empty), cid, ns) for cid, _ in rows],
             )

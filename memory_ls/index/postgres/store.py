@@ -22,7 +22,7 @@ from ..rows import ChunkRow, ChunkState, FileState, from_blob, to_blob
 from . import keyword, pending, vectors
 from .cache import PgEmbeddingCache
 from .database import PgDatabase, Vector
-from .lines import PgLineVectors
+from .lines import LIVE_CHUNK, PgLineVectors
 from .tokens import index_text
 
 
@@ -329,10 +329,11 @@ class PgStore:
         with self.conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO memory_vectors (chunk_id, ns, model, dims, embedding) "
-                f"VALUES (%s, %s, %s, %s, %s::{vtype}) ON CONFLICT (chunk_id, model) "
+                f"SELECT c.id, c.ns, %s, %s, %s::{vtype} FROM ({LIVE_CHUNK}) c "
+                "ON CONFLICT (chunk_id, model) "
                 "DO UPDATE SET embedding = excluded.embedding, dims = excluded.dims",
                 [
-                    (cid, self.ns, self.db.model_key, len(b) // 4, Vector(from_blob(b)))
+                    (self.db.model_key, len(b) // 4, Vector(from_blob(b)), cid, self.ns)
                     for cid, b in items
                 ],
             )
