@@ -25,10 +25,11 @@ if [ -z "${CMAKE_ARGS:-}" ]; then
   CMAKE_ARGS="$CMAKE_ARGS -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF"
   case "$(uname -m)" in
     x86_64 | amd64)
-      cpu=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+      cpu=" $({ grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true; } | cut -d: -f2) "
       has() { case "$cpu" in *" $1 "*) return 0 ;; esac; return 1; }
-      CMAKE_ARGS="$CMAKE_ARGS -DGGML_NATIVE=OFF"
-      if has avx2 && has fma && has f16c && has bmi2; then
+      if [ -z "${cpu// /}" ]; then
+        sets="" # no /proc/cpuinfo (macOS): llama.cpp's own defaults and pip's cache, as before
+      elif has avx2 && has fma && has f16c && has bmi2; then
         sets="avx2"
         CMAKE_ARGS="$CMAKE_ARGS -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
         CMAKE_ARGS="$CMAKE_ARGS -DGGML_BMI2=ON"
@@ -52,7 +53,10 @@ if [ -z "${CMAKE_ARGS:-}" ]; then
         CMAKE_ARGS="$CMAKE_ARGS -DGGML_SSE42=ON -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF"
         CMAKE_ARGS="$CMAKE_ARGS -DGGML_F16C=OFF -DGGML_BMI2=OFF"
       fi
-      wheels="${XDG_CACHE_HOME:-$HOME/.cache}/memory-ls/wheels/x86_64-$sets"
+      if [ -n "$sets" ]; then
+        CMAKE_ARGS="$CMAKE_ARGS -DGGML_NATIVE=OFF"
+        wheels="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/memory-ls/wheels/x86_64-$sets"
+      fi
       ;;
   esac
   export CMAKE_ARGS
@@ -66,12 +70,19 @@ if [ -n "$wheels" ]; then
 deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
 print(next(d for d in deps if re.match(r"llama[-_]cpp[-_]python\b", d)))')
   # A wheel in the folder that meets the requirement, else one built now (once per folder
-  # and version). Its own dependencies come with the project's below.
-  from_folder=(.venv/bin/python -m pip install -q --no-index --find-links "$wheels" --no-deps)
+  # and version), installed over whatever .venv held (an older install's build). pip runs
+  # --isolated so that no configured find-links or index can supply another build; the
+  # wheel's own dependencies come with the project's below.
+  from_folder=(.venv/bin/python -m pip install -q --isolated --no-index --find-links "$wheels")
+  from_folder+=(--no-deps --force-reinstall)
   if ! "${from_folder[@]}" "$spec" 2>/dev/null; then
     echo "install.sh: compiling llama-cpp-python for this CPU ($wheels), a few minutes" >&2
     mkdir -p "$wheels"
-    .venv/bin/python -m pip wheel -q --no-deps --no-cache-dir -w "$wheels" "$spec"
+    build=$(mktemp -d "$wheels/.build.XXXXXX") # two installs at once never see half a wheel
+    .venv/bin/python -m pip wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
+      -w "$build" "$spec"
+    mv "$build"/llama_cpp_python-*.whl "$wheels"/
+    rmdir "$build"
     "${from_folder[@]}" "$spec"
   fi
 fi
