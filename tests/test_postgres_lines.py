@@ -12,7 +12,7 @@ import pytest
 from conftest import write
 from http_stub import StubServer
 from model_util import ensure_test_model
-from pg_util import shared_url, unique
+from pg_util import scratch_database, shared_url, unique, with_database
 from test_line_vectors import ANSWER, NOTE, QUESTION, long_note
 from test_postgres import rows, team
 
@@ -154,3 +154,68 @@ def test_writes_skip_chunks_another_client_is_deleting(pg_url, tmp_path: Path):
         assert rows(pg_url, "SELECT count(*) FROM memory_chunks WHERE id = ANY(%s)", two) == [(0,)]
         assert e.search("harbour", min_score=0).results  # the client still answers
     assert rows(pg_url, ORPHANS) == [(0,)]
+
+
+V1_TABLES = (
+    "memory_meta, memory_files, memory_chunks, memory_vectors, memory_embed_claims, "
+    "memory_embedding_cache"
+)
+
+
+def test_roles_per_namespace_keep_working_after_the_upgrade(pg_url, tmp_path: Path):
+    """README "Team memory": one role per namespace with row-level security, set up on the
+    schema before line vectors. The owner's upgrade gives the new table the grants and
+    policies of its sibling: each role keeps syncing and searching, with line vectors, and
+    never sees the other's rows."""
+    from memory_ls.index.postgres import PgDatabase
+    from memory_ls.index.postgres.migrations import MIGRATIONS
+
+    roles, pw = [unique("team"), unique("team")], "team-pw-7788"
+    for r in roles:
+        rows(pg_url, f"CREATE ROLE {r} LOGIN PASSWORD '{pw}'")
+    try:
+        with scratch_database(pg_url) as db_url:
+            with psycopg.connect(db_url, autocommit=True) as conn, conn.transaction():
+                conn.execute("CREATE EXTENSION vector")
+                conn.execute(
+                    "CREATE TABLE memory_ls_migrations (version integer PRIMARY KEY, "
+                    "applied_at timestamptz NOT NULL DEFAULT now(), client text NOT NULL)"
+                )
+                for stmt in MIGRATIONS[1]("halfvec"):
+                    conn.execute(stmt)
+                conn.execute("INSERT INTO memory_ls_migrations VALUES (1, now(), 'old')")
+                for r in roles:  # the README's block as it was for schema 1
+                    conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {V1_TABLES} TO {r}")
+                    conn.execute(f"GRANT SELECT ON memory_ls_migrations TO {r}")
+                    conn.execute(f"GRANT USAGE ON SEQUENCE memory_chunks_id_seq TO {r}")
+                for t in V1_TABLES.split(", "):
+                    if t == "memory_embed_claims":
+                        continue
+                    conn.execute(f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY")
+                    conn.execute(
+                        f"CREATE POLICY own_namespace ON {t} USING (ns = current_user) "
+                        "WITH CHECK (ns = current_user)"
+                    )
+                conn.execute("ALTER TABLE memory_embed_claims ENABLE ROW LEVEL SECURITY")
+                conn.execute(
+                    "CREATE POLICY own_namespace ON memory_embed_claims USING "
+                    "(EXISTS (SELECT 1 FROM memory_chunks c WHERE c.id = chunk_id))"
+                )
+            PgDatabase(db_url, "owner", "test").close()  # the owner runs the new version once
+            urls = {r: with_database(db_url, db_url.rsplit("/", 1)[1], r, pw) for r in roles}
+            with StubServer(api_key=None, dims=16) as stub:
+                for r in roles:
+                    write(tmp_path / r, "memory/diary.md", long_note())
+                    with MemoryEngine(tmp_path / r, team(urls[r], r, stub)) as e:
+                        e.sync()
+                        resp = e.search("the harbour for 41 minutes", min_score=0)
+                        assert resp.results and resp.fallback_reason is None
+                        assert e.status()["pendingLineVectors"] == 0
+            mine = "SELECT ns, count(*) FROM memory_chunk_lines GROUP BY ns"
+            n = rows(db_url, "SELECT count(*) FROM memory_chunk_lines WHERE ns = %s", roles[0])
+            assert n[0][0] >= 3
+            assert rows(urls[roles[0]], mine) == [(roles[0], n[0][0])]
+            assert [ns for ns, _ in rows(urls[roles[1]], mine)] == [roles[1]]
+    finally:
+        for r in roles:
+            rows(pg_url, f"DROP ROLE IF EXISTS {r}")

@@ -84,7 +84,41 @@ def _v2(vtype: str) -> list[str]:
             ns text NOT NULL, model text NOT NULL, rows bytea NOT NULL, vectors bytea NOT NULL,
             PRIMARY KEY (chunk_id, model))""",
         "CREATE INDEX memory_chunk_lines_ns ON memory_chunk_lines (ns, model)",
+        _SAME_ACCESS_AS.format(new="memory_chunk_lines", like="memory_vectors"),
     ]
+
+
+# A table added to a deployment whose administrator set up one role per namespace (README,
+# "Team memory") gets the grants, row-level security and policies of its sibling table, so
+# the roles keep working after the upgrade and never see each other's rows through it. A
+# policy that does not fit the new table is left out: with row security on and no policy, a
+# role sees nothing (never too much).
+_SAME_ACCESS_AS = """DO $$
+DECLARE g record; p record;
+BEGIN
+  FOR g IN SELECT a.grantee, string_agg(a.privilege_type, ', ') AS privs
+           FROM pg_class c, aclexplode(c.relacl) a
+           WHERE c.oid = '{like}'::regclass AND a.grantee <> c.relowner GROUP BY a.grantee LOOP
+    EXECUTE format('GRANT %s ON {new} TO %s', g.privs,
+      CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(g.grantee::regrole::text) END);
+  END LOOP;
+  IF (SELECT relrowsecurity FROM pg_class WHERE oid = '{like}'::regclass) THEN
+    ALTER TABLE {new} ENABLE ROW LEVEL SECURITY;
+    FOR p IN SELECT * FROM pg_policies
+             WHERE schemaname = current_schema() AND tablename = '{like}' LOOP
+      BEGIN
+        EXECUTE format('CREATE POLICY %I ON {new} AS %s FOR %s TO %s%s%s', p.policyname,
+          p.permissive, p.cmd,
+          (SELECT string_agg(CASE WHEN r = 'public' THEN 'PUBLIC' ELSE quote_ident(r) END, ', ')
+           FROM unnest(p.roles) r),
+          CASE WHEN p.qual IS NULL THEN '' ELSE ' USING (' || p.qual || ')' END,
+          CASE WHEN p.with_check IS NULL THEN '' ELSE ' WITH CHECK (' || p.with_check || ')' END);
+      EXCEPTION WHEN undefined_column OR undefined_table OR undefined_function THEN
+        RAISE WARNING 'memory-ls: policy % of {like} left off {new}: %', p.policyname, SQLERRM;
+      END;
+    END LOOP;
+  END IF;
+END $$"""
 
 
 MIGRATIONS = {1: _v1, 2: _v2}
@@ -170,6 +204,9 @@ def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
     if current != SCHEMA_VERSION:
         try:
             with conn.transaction():
+                # A new table's foreign key locks memory_chunks against writes: waiting behind
+                # a long push would hold every other client's writes up behind this one.
+                conn.execute("SET LOCAL lock_timeout = '5s'")
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
                 conn.execute(
                     "CREATE TABLE IF NOT EXISTS memory_ls_migrations (version integer PRIMARY "
@@ -188,6 +225,11 @@ def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
                         (version, client),
                     )
                     log.info("PostgreSQL schema migrated to version %d", version)
+        except errors.LockNotAvailable:
+            raise PrimaryUnavailable(
+                f"the schema needs migrating to version {SCHEMA_VERSION} and other clients are "
+                "writing: tried again later"
+            ) from None
         except errors.InsufficientPrivilege as exc:
             raise PrimaryUnavailable(
                 f"the schema needs migrating to version {SCHEMA_VERSION} and this role may "
