@@ -404,6 +404,17 @@ def test_newer_schema_is_left_alone(pg_url, tmp_path):
     root = write_notes(tmp_path / "ws", NOTES)
     with scratch_database(pg_url) as db_url:
         PgDatabase(db_url, "x", "test").close()  # a current schema
+        # A newer version that says this one can still use the database: it is used.
+        rows(
+            db_url,
+            "INSERT INTO memory_ls_migrations (version, client, readable_from) "
+            "VALUES (98, 'future', 2)",
+        )
+        with MemoryEngine(root, team(db_url, unique("x"))) as eng:
+            eng.sync()
+            assert by_primary(eng.search("token bucket")) and eng.status()["files"] == len(NOTES)
+        rows(db_url, "DELETE FROM memory_files")
+        rows(db_url, "DELETE FROM memory_chunks")
         rows(db_url, "INSERT INTO memory_ls_migrations (version, client) VALUES (99, 'future')")
         st = _fallback_answers(root, team(db_url, unique("x")))
         assert "schema version 99" in st["store"]["problem"]

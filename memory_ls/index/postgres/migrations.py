@@ -84,6 +84,7 @@ def _v2(vtype: str) -> list[str]:
             ns text NOT NULL, model text NOT NULL, rows bytea NOT NULL, vectors bytea NOT NULL,
             PRIMARY KEY (chunk_id, model))""",
         "CREATE INDEX memory_chunk_lines_ns ON memory_chunk_lines (ns, model)",
+        "ALTER TABLE memory_ls_migrations ADD COLUMN IF NOT EXISTS readable_from integer",
         _SAME_ACCESS_AS.format(new="memory_chunk_lines", like="memory_vectors"),
     ]
 
@@ -122,6 +123,10 @@ END $$"""
 
 
 MIGRATIONS = {1: _v1, 2: _v2}
+# Per version, the oldest schema version a client must know to use such a database: a later
+# migration that only adds what older clients can ignore keeps it low, so clients need not all
+# be upgraded at once. Clients before version 2 do not read it: they refuse anything newer.
+READABLE_FROM = {1: 1, 2: 2}
 
 
 @dataclass(frozen=True)
@@ -172,13 +177,30 @@ def _extension(conn: psycopg.Connection[Any]) -> str:
     return _extension(conn)
 
 
-def _applied(conn: psycopg.Connection[Any]) -> int | None:
-    """The schema version in the database; None when memory-ls never ran there."""
+def _applied(conn: psycopg.Connection[Any]) -> tuple[int, int] | None:
+    """The schema version in the database and the oldest version a client must know to use
+    it; None when memory-ls never ran there."""
     exists = conn.execute("SELECT to_regclass('memory_ls_migrations')").fetchone()
     if not exists or exists[0] is None:
         return None
-    row = conn.execute("SELECT max(version) FROM memory_ls_migrations").fetchone()
-    return int(row[0]) if row and row[0] is not None else None
+    has_floor = conn.execute(
+        "SELECT 1 FROM pg_attribute WHERE attrelid = 'memory_ls_migrations'::regclass "
+        "AND attname = 'readable_from' AND NOT attisdropped"
+    ).fetchone()
+    floor = "coalesce(readable_from, version)" if has_floor else "version"
+    row = conn.execute(f"SELECT max(version), max({floor}) FROM memory_ls_migrations").fetchone()
+    if not row or row[0] is None:
+        return None
+    return int(row[0]), int(row[1])
+
+
+def _too_new(applied: tuple[int, int] | None) -> None:
+    if applied is not None and applied[1] > SCHEMA_VERSION:
+        raise PrimaryUnavailable(
+            f"schema version {applied[0]} was written by a newer memory-ls (this one knows "
+            f"{SCHEMA_VERSION}, and it needs {applied[1]}): upgrade memory-ls; nothing was "
+            "written"
+        )
 
 
 def _column_type(conn: psycopg.Connection[Any]) -> str:
@@ -195,13 +217,9 @@ def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
     row privileges only works once an owner has migrated."""
     extversion = _extension(conn)
     vtype = vector_type_for(extversion)
-    current = _applied(conn)
-    if current is not None and current > SCHEMA_VERSION:
-        raise PrimaryUnavailable(
-            f"schema version {current} was written by a newer memory-ls (this one knows "
-            f"{SCHEMA_VERSION}): upgrade memory-ls; nothing was written"
-        )
-    if current != SCHEMA_VERSION:
+    applied = _applied(conn)
+    _too_new(applied)
+    if applied is None or applied[0] < SCHEMA_VERSION:
         try:
             with conn.transaction():
                 # A new table's foreign key locks memory_chunks against writes: waiting behind
@@ -212,18 +230,20 @@ def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
                     "CREATE TABLE IF NOT EXISTS memory_ls_migrations (version integer PRIMARY "
                     "KEY, applied_at timestamptz NOT NULL DEFAULT now(), client text NOT NULL)"
                 )
-                current = _applied(conn) or 0  # another client may have migrated meanwhile
-                if current > SCHEMA_VERSION:
-                    raise PrimaryUnavailable(
-                        f"schema version {current} was written by a newer memory-ls"
-                    )
-                for version in range(current + 1, SCHEMA_VERSION + 1):
+                applied = _applied(conn)  # another client may have migrated meanwhile
+                _too_new(applied)
+                for version in range((applied or (0, 0))[0] + 1, SCHEMA_VERSION + 1):
                     for stmt in MIGRATIONS[version](vtype):
                         conn.execute(stmt)
                     conn.execute(
                         "INSERT INTO memory_ls_migrations (version, client) VALUES (%s, %s)",
                         (version, client),
                     )
+                    if version >= 2:  # the column came with version 2
+                        conn.execute(
+                            "UPDATE memory_ls_migrations SET readable_from = %s WHERE version = %s",
+                            (READABLE_FROM[version], version),
+                        )
                     log.info("PostgreSQL schema migrated to version %d", version)
         except errors.LockNotAvailable:
             raise PrimaryUnavailable(
