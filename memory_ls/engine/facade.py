@@ -242,8 +242,8 @@ class MemoryEngine:
             **counts,
             # Keyword-only mode embeds nothing, so nothing is waiting for a vector.
             "pendingEmbeddings": counts["pendingEmbeddings"] if p else 0,
-            # Chunks whose lines still wait for their vectors (none on the team index, and
-            # none when the index has outgrown query.lines.maxChunks).
+            # Chunks whose lines still wait for their vectors (none when the index has
+            # outgrown this client's query.lines.maxChunks: they are not embedded then).
             "pendingLineVectors": counts.get("pendingLineVectors", 0) if lines_on else 0,
             "provider": {"id": p.id, "model": p.model, "dims": p.dims} if p else None,
             "providerStats": p.stats.snapshot() if p and hasattr(p, "stats") else None,
