@@ -154,6 +154,24 @@ def test_hybrid_on_pgvector(pg_url, tmp_path):
         assert rows(pg_url, "SELECT 1 FROM pg_indexes WHERE indexname = 'memory_vectors_hnsw_16'")
 
 
+def test_a_backfill_leaves_the_planner_the_tables_size(pg_url, tmp_path):
+    """After a vector phase that grew memory_vectors, the table is analyzed: with an empty
+    table's statistics the planner answers a vector search with an exact scan of the
+    namespace (64 ms at 100k chunks) instead of the HNSW graph, until autovacuum comes."""
+    notes = {f"memory/n{i}.md": f"# Note {i}\n\nFact {i} about the fleet.\n" for i in range(150)}
+    root = write_notes(tmp_path / "ws", notes)
+    with scratch_database(pg_url) as db_url:
+        with (
+            StubServer(api_key=None, dims=16) as stub,
+            MemoryEngine(root, team(db_url, unique("stats"), stub)) as eng,
+        ):
+            eng.sync()
+        stats = (
+            "SELECT count(*) FROM pg_stats WHERE tablename = 'memory_vectors' AND attname = 'ns'"
+        )
+        assert rows(db_url, stats) == [(1,)]
+
+
 def test_vector_column_before_pgvector_0_7(pg_url, tmp_path):
     """A schema made where pgvector was older than 0.7 stores `vector`, not `halfvec`: the
     same engine works on it (HNSW on vector_cosine_ops). That schema is version 1, written by

@@ -257,7 +257,7 @@ class Primary:
             with self.lock:
                 target = EmbedTarget(pg_writer(db), self.lock, self.context())
             n = indexer.embed_pending(progress, report, should_stop, target)
-            if db.deferred_dims:
+            if db.deferred_dims or db.stored_vectors:
                 with self.lock:
                     pg_writer(db).build_indexes()
             return n

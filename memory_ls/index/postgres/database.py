@@ -98,6 +98,7 @@ class PgDatabase:
         self.sample: tuple[str, np.ndarray, float] | None = None  # (model, vectors, when)
         self.hnsw_dims: set[int] = set()  # dimension counts that have their HNSW index
         self.deferred_dims: set[int] = set()  # ... that get it once the vector phase is done
+        self.stored_vectors = 0  # vectors written since memory_vectors was last analyzed
         self._writer: psycopg.Connection[Any] | None = None
         try:
             conn = self._connect(WRITER_TIMEOUT_MS)

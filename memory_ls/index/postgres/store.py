@@ -325,6 +325,7 @@ class PgStore:
     def _put_vectors(self, items: Sequence[tuple[int, bytes]]) -> None:
         if not items or not self.db.model_key:
             return
+        self.db.stored_vectors += len(items)
         vtype = self.db.caps.vtype
         with self.conn.cursor() as cur:
             cur.executemany(
@@ -362,8 +363,10 @@ class PgStore:
         vectors.defer_index(self, dims)
 
     def build_indexes(self) -> None:
-        """After a vector phase: the HNSW indexes it put off (see ``vectors.defer_index``)."""
+        """After a vector phase: the HNSW indexes it put off (see ``vectors.defer_index``),
+        and the planner's statistics when the phase grew the table."""
         vectors.build_deferred(self)
+        vectors.refresh_statistics(self)
 
     # -- search -----------------------------------------------------------------------------------
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:
