@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 from psycopg import errors
 
+from . import keyword
 from .database import Session, Vector
 from .migrations import MIGRATION_LOCK
 
@@ -132,15 +133,18 @@ def sample(store: Session, limit: int) -> np.ndarray:
     held = db.sample
     if held is not None and held[0] == db.model_key and db.fresh(held[2]):
         return held[1]
-    row = store.q(
-        "SELECT reltuples FROM pg_class WHERE oid = to_regclass('memory_vectors')"
-    ).fetchone()
-    rows_total = float(row[0]) if row and row[0] and row[0] > 0 else 0.0
-    pct = 100.0 if rows_total <= 2 * limit else min(100.0, 200.0 * limit / rows_total)
+    # Sized by the namespace, not the table: other teams' rows in the same table would make
+    # a small namespace's sample nearly empty, and its scores unlike the SQLite index's.
+    chunks = keyword.totals(store)[0]
+    sampled = (
+        ""
+        if chunks <= 2 * limit
+        else f"TABLESAMPLE SYSTEM ({min(100.0, 200.0 * limit / chunks):.4f})"
+    )
     vecs = [
         r[0]
         for r in store.q(
-            f"SELECT embedding::vector FROM memory_vectors TABLESAMPLE SYSTEM ({pct:.4f}) "
+            f"SELECT embedding::vector FROM memory_vectors {sampled} "
             "WHERE ns = %s AND model = %s LIMIT %s",
             (store.ns, db.model_key, limit),
             binary=True,
