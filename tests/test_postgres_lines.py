@@ -170,9 +170,10 @@ def test_roles_per_namespace_keep_working_after_the_upgrade(pg_url, tmp_path: Pa
     from memory_ls.index.postgres import PgDatabase
     from memory_ls.index.postgres.migrations import MIGRATIONS
 
-    roles, pw = [unique("team"), unique("team")], "team-pw-7788"
+    # The first name needs quoting: the copied grants must not quote it twice.
+    roles, pw = [unique("Team-A"), unique("team")], "team-pw-7788"
     for r in roles:
-        rows(pg_url, f"CREATE ROLE {r} LOGIN PASSWORD '{pw}'")
+        rows(pg_url, f"CREATE ROLE \"{r}\" LOGIN PASSWORD '{pw}'")
     try:
         with scratch_database(pg_url) as db_url:
             with psycopg.connect(db_url, autocommit=True) as conn, conn.transaction():
@@ -185,9 +186,10 @@ def test_roles_per_namespace_keep_working_after_the_upgrade(pg_url, tmp_path: Pa
                     conn.execute(stmt)
                 conn.execute("INSERT INTO memory_ls_migrations VALUES (1, now(), 'old')")
                 for r in roles:  # the README's block as it was for schema 1
-                    conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {V1_TABLES} TO {r}")
-                    conn.execute(f"GRANT SELECT ON memory_ls_migrations TO {r}")
-                    conn.execute(f"GRANT USAGE ON SEQUENCE memory_chunks_id_seq TO {r}")
+                    role = f'"{r}"'
+                    conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {V1_TABLES} TO {role}")
+                    conn.execute(f"GRANT SELECT ON memory_ls_migrations TO {role}")
+                    conn.execute(f"GRANT USAGE ON SEQUENCE memory_chunks_id_seq TO {role}")
                 for t in V1_TABLES.split(", "):
                     if t == "memory_embed_claims":
                         continue
@@ -218,4 +220,4 @@ def test_roles_per_namespace_keep_working_after_the_upgrade(pg_url, tmp_path: Pa
             assert [ns for ns, _ in rows(urls[roles[1]], mine)] == [roles[1]]
     finally:
         for r in roles:
-            rows(pg_url, f"DROP ROLE IF EXISTS {r}")
+            rows(pg_url, f'DROP ROLE IF EXISTS "{r}"')

@@ -90,7 +90,8 @@ def _v2(vtype: str) -> list[str]:
 
 
 # A table added to a deployment whose administrator set up one role per namespace (README,
-# "Team memory") gets the grants, row-level security and policies of its sibling table, so
+# "Team memory") gets the grants, row-level security and policies of its sibling table (a
+# regrole's text is already quoted where the name needs it), so
 # the roles keep working after the upgrade and never see each other's rows through it. A
 # policy that does not fit the new table is left out: with row security on and no policy, a
 # role sees nothing (never too much).
@@ -101,7 +102,7 @@ BEGIN
            FROM pg_class c, aclexplode(c.relacl) a
            WHERE c.oid = '{like}'::regclass AND a.grantee <> c.relowner GROUP BY a.grantee LOOP
     EXECUTE format('GRANT %s ON {new} TO %s', g.privs,
-      CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(g.grantee::regrole::text) END);
+      CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END);
   END LOOP;
   IF (SELECT relrowsecurity FROM pg_class WHERE oid = '{like}'::regclass) THEN
     ALTER TABLE {new} ENABLE ROW LEVEL SECURITY;

@@ -67,11 +67,13 @@ def build_deferred(store: Session) -> None:
 
 
 def refresh_statistics(store: Session) -> None:
-    """ANALYZE memory_vectors after a vector phase that stored a tenth of the table or more
-    (and at least ANALYZE_AFTER rows). With the statistics of a nearly empty table the planner
-    answers ``knn`` by reading the namespace's rows through the (ns, model) index and sorting
-    them: an exact search, 64 ms at 100k chunks, instead of a few ms in the HNSW graph, until
-    autovacuum gets to the table. A role that may not analyze gets a server warning, no error."""
+    """ANALYZE memory_vectors after a vector phase that stored at least ANALYZE_AFTER rows and
+    a tenth of the table or half of the namespace. With the statistics of a nearly empty table,
+    or without the namespace in them, the planner answers ``knn`` by reading the namespace's
+    rows through the (ns, model) index and sorting them: an exact search, 64 ms at 100k chunks,
+    instead of a few ms in the HNSW graph, until autovacuum gets to the table. A role that may
+    not analyze gets a server warning; a table busy with another client's index build or
+    ANALYZE is skipped (SKIP_LOCKED) and left to autovacuum."""
     db = store.db
     if db.stored_vectors < ANALYZE_AFTER:
         return
@@ -79,8 +81,12 @@ def refresh_statistics(store: Session) -> None:
         "SELECT reltuples FROM pg_class WHERE oid = to_regclass('memory_vectors')"
     ).fetchone()
     estimate = float(row[0]) if row and row[0] is not None else -1.0
-    if estimate < 0 or db.stored_vectors >= 0.1 * estimate:
-        store.q("ANALYZE memory_vectors")
+    grown = estimate <= 0 or db.stored_vectors >= 0.1 * estimate
+    if grown or db.stored_vectors >= 0.5 * keyword.totals(store)[0]:
+        try:
+            store.q("ANALYZE (SKIP_LOCKED) memory_vectors")
+        except (errors.QueryCanceled, errors.LockNotAvailable) as exc:
+            log.warning("ANALYZE memory_vectors skipped: %s", exc)
         db.stored_vectors = 0
 
 
@@ -127,25 +133,31 @@ def all_embeddings(store: Session) -> tuple[np.ndarray, np.ndarray]:
 
 
 def sample(store: Session, limit: int) -> np.ndarray:
-    """About ``limit`` of this model's vectors, spread over the table (block sampling), kept
+    """About ``limit`` of this model's vectors in the namespace, a random share of them, kept
     for a few seconds: the calibration background must not cost a scan per query."""
     db = store.db
     held = db.sample
     if held is not None and held[0] == db.model_key and db.fresh(held[2]):
         return held[1]
-    # Sized by the namespace, not the table: other teams' rows in the same table would make
-    # a small namespace's sample nearly empty, and its scores unlike the SQLite index's.
+    # Sized by the namespace, not the table: other teams' rows in the same table would make a
+    # small namespace's sample nearly empty (and its scores unlike the SQLite index's). Block
+    # sampling reads a share of the whole table, so it is used only when the namespace is most
+    # of it; otherwise the namespace's rows are read through its index, a random share kept.
     chunks = keyword.totals(store)[0]
-    sampled = (
-        ""
-        if chunks <= 2 * limit
-        else f"TABLESAMPLE SYSTEM ({min(100.0, 200.0 * limit / chunks):.4f})"
-    )
+    share = 2.0 * limit / chunks if chunks else 1.0
+    row = store.q(
+        "SELECT reltuples FROM pg_class WHERE oid = to_regclass('memory_vectors')"
+    ).fetchone()
+    table = float(row[0]) if row and row[0] and row[0] > 0 else 0.0
+    if share < 1.0 and chunks >= 0.5 * table:
+        sampled, keep = f"TABLESAMPLE SYSTEM ({100.0 * share:.4f})", ""
+    else:
+        sampled, keep = "", f"AND random() < {min(1.0, share):.6f}"
     vecs = [
         r[0]
         for r in store.q(
             f"SELECT embedding::vector FROM memory_vectors {sampled} "
-            "WHERE ns = %s AND model = %s LIMIT %s",
+            f"WHERE ns = %s AND model = %s {keep} LIMIT %s",
             (store.ns, db.model_key, limit),
             binary=True,
         )
