@@ -248,16 +248,21 @@ def test_two_engines_one_namespace(pg_url, tmp_path):
 
 def test_concurrent_writers_embed_each_text_once(pg_url, tmp_path):
     """Three clients sync the same notes at once: every chunk once, every text embedded once
-    (each note's two lines too: they get line vectors)."""
+    (each note's two lines too: they get line vectors). Two of them share a folder, as a
+    language server and the CLI do: their claims are still their own."""
     ns = unique("fleet")
     notes = {
         f"memory/n{i}.md": f"# Note {i}\n\nFact number {i} about the fleet.\n"
         f"The fleet's rule number {i} holds.\n"
         for i in range(40)
     }
-    roots = [write_notes(tmp_path / f"c{i}", notes) for i in range(3)]
+    roots = [write_notes(tmp_path / f"c{i}", notes) for i in range(2)]
+    roots.append(roots[1])
     with StubServer(api_key=None, dims=16, latency=0.05) as stub:  # slow enough to overlap
-        engines = [MemoryEngine(r, team(pg_url, ns, stub)) for r in roots]
+        engines = [
+            MemoryEngine(r, team(pg_url, ns, stub), index_path=tmp_path / f"i{i}.sqlite")
+            for i, r in enumerate(roots)
+        ]
         try:
             errors: list[BaseException] = []
 

@@ -17,6 +17,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -63,6 +64,8 @@ class Primary:
         self.url = pg.url or os.environ.get(URL_ENV, "")
         self.namespace = pg.namespace
         self.origin = f"{socket.gethostname()}:{workspace.root}"
+        # Kept across reconnections: claims made before an outage are still this process's.
+        self.claimant = f"{self.origin} {uuid.uuid4().hex[:12]}"
         self._clock = clock
         self.lock = threading.RLock()  # the writer connection and ``pushed``
         self.db: PgDatabase | None = None
@@ -98,6 +101,7 @@ class Primary:
                         self.origin,
                         timeout_ms=pg.timeout_ms,
                         pool_size=pg.pool_size,
+                        claimant=self.claimant,
                     )
                 except PRIMARY_ERRORS as exc:
                     self._down(exc)

@@ -15,6 +15,7 @@ import math
 import struct
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -84,11 +85,21 @@ class Session(Protocol):
 
 class PgDatabase:
     def __init__(
-        self, url: str, namespace: str, origin: str, *, timeout_ms: int = 2000, pool_size: int = 4
+        self,
+        url: str,
+        namespace: str,
+        origin: str,
+        *,
+        timeout_ms: int = 2000,
+        pool_size: int = 4,
+        claimant: str = "",
     ):
         self.url = url
         self.namespace = namespace
         self.origin = origin  # who writes: host and folder, recorded on every file row
+        # Who embeds: two processes on one folder (a language server and the CLI) must not
+        # take over each other's claims, so a claim names the process as well as the folder.
+        self.claimant = claimant or f"{origin} {uuid.uuid4().hex[:12]}"
         self.timeout_ms = timeout_ms
         self.model_key = ""  # the embedding model whose vectors this engine reads and writes
         self.lock = threading.Lock()

@@ -51,7 +51,7 @@ def _claim_once(
         "ns": store.ns,
         "m": store.db.model_key,
         "k": _claim_key(store, queue),
-        "me": store.db.origin,
+        "me": store.db.claimant,
         "n": limit,
         "after": after,
         "mins": CLAIM_MINUTES,
@@ -103,7 +103,7 @@ def release(store: Session, ids: Sequence[int], queue: str = "vectors") -> None:
     """Let go of this client's claims on these chunks (never another client's)."""
     store.q(
         "DELETE FROM memory_embed_claims WHERE chunk_id = ANY(%s) AND model = %s AND owner = %s",
-        (list(ids), _claim_key(store, queue), store.db.origin),
+        (list(ids), _claim_key(store, queue), store.db.claimant),
     )
 
 
