@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -113,3 +114,18 @@ def scratch_database(url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def schema_1(conn: Any, vtype: str) -> None:
+    """Write the schema of version 1, as a memory-ls before line vectors left it (``conn``: a
+    psycopg connection inside a transaction, as the database's owner)."""
+    from memory_ls.index.postgres.migrations import MIGRATIONS
+
+    conn.execute("CREATE EXTENSION vector")
+    conn.execute(
+        "CREATE TABLE memory_ls_migrations (version integer PRIMARY KEY, "
+        "applied_at timestamptz NOT NULL DEFAULT now(), client text NOT NULL)"
+    )
+    for stmt in MIGRATIONS[1](vtype):
+        conn.execute(stmt)
+    conn.execute("INSERT INTO memory_ls_migrations VALUES (1, now(), 'old')")

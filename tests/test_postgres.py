@@ -15,7 +15,14 @@ from pathlib import Path
 import psycopg
 import pytest
 from http_stub import StubServer
-from pg_util import PgServer, require_server_binaries, scratch_database, shared_url, unique
+from pg_util import (
+    PgServer,
+    require_server_binaries,
+    schema_1,
+    scratch_database,
+    shared_url,
+    unique,
+)
 from test_remote_providers import fast
 
 from memory_ls.engine import MemoryEngine
@@ -176,19 +183,12 @@ def test_vector_column_before_pgvector_0_7(pg_url, tmp_path):
     """A schema made where pgvector was older than 0.7 stores `vector`, not `halfvec`: the
     same engine works on it (HNSW on vector_cosine_ops). That schema is version 1, written by
     a memory-ls before line vectors: it is migrated in place and gets them."""
-    from memory_ls.index.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
+    from memory_ls.index.postgres.migrations import SCHEMA_VERSION
 
     root = write_notes(tmp_path / "ws", NOTES)
     with scratch_database(pg_url) as db_url:
         with psycopg.connect(db_url, autocommit=True) as conn, conn.transaction():
-            conn.execute("CREATE EXTENSION vector")
-            conn.execute(
-                "CREATE TABLE memory_ls_migrations (version integer PRIMARY KEY, "
-                "applied_at timestamptz NOT NULL DEFAULT now(), client text NOT NULL)"
-            )
-            for stmt in MIGRATIONS[1]("vector"):
-                conn.execute(stmt)
-            conn.execute("INSERT INTO memory_ls_migrations VALUES (1, now(), 'old')")
+            schema_1(conn, "vector")
         with (
             StubServer(api_key=None, dims=16) as stub,
             MemoryEngine(root, team(db_url, unique("old"), stub)) as eng,

@@ -12,7 +12,7 @@ import pytest
 from conftest import write
 from http_stub import StubServer
 from model_util import ensure_test_model
-from pg_util import scratch_database, shared_url, unique, with_database
+from pg_util import schema_1, scratch_database, shared_url, unique, with_database
 from test_line_vectors import ANSWER, NOTE, QUESTION, long_note
 from test_postgres import rows, team
 
@@ -168,7 +168,6 @@ def test_roles_per_namespace_keep_working_after_the_upgrade(pg_url, tmp_path: Pa
     policies of its sibling: each role keeps syncing and searching, with line vectors, and
     never sees the other's rows."""
     from memory_ls.index.postgres import PgDatabase
-    from memory_ls.index.postgres.migrations import MIGRATIONS
 
     # The first name needs quoting: the copied grants must not quote it twice.
     roles, pw = [unique("Team-A"), unique("team")], "team-pw-7788"
@@ -177,14 +176,7 @@ def test_roles_per_namespace_keep_working_after_the_upgrade(pg_url, tmp_path: Pa
     try:
         with scratch_database(pg_url) as db_url:
             with psycopg.connect(db_url, autocommit=True) as conn, conn.transaction():
-                conn.execute("CREATE EXTENSION vector")
-                conn.execute(
-                    "CREATE TABLE memory_ls_migrations (version integer PRIMARY KEY, "
-                    "applied_at timestamptz NOT NULL DEFAULT now(), client text NOT NULL)"
-                )
-                for stmt in MIGRATIONS[1]("halfvec"):
-                    conn.execute(stmt)
-                conn.execute("INSERT INTO memory_ls_migrations VALUES (1, now(), 'old')")
+                schema_1(conn, "halfvec")
                 for r in roles:  # the README's block as it was for schema 1
                     role = f'"{r}"'
                     conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {V1_TABLES} TO {role}")

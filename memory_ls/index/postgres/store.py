@@ -18,6 +18,7 @@ import psycopg
 import psycopg.sql
 
 from ...chunking import Chunk
+from ..backend import ChunkChanges
 from ..rows import ChunkRow, ChunkState, FileState, from_blob, to_blob
 from . import keyword, pending, vectors
 from .cache import PgEmbeddingCache
@@ -251,7 +252,7 @@ class PgStore:
 
     def replace_chunks(
         self, path: str, source: str, chunks: Sequence[Chunk], known: dict[str, bytes], model: str
-    ) -> tuple[list[int], list[tuple[int, bytes | None]]]:
+    ) -> ChunkChanges:
         self.lock_path(path)
         have = self.q(
             "SELECT id, hash, start_line, end_line, source FROM memory_chunks "
@@ -272,7 +273,7 @@ class PgStore:
         chunks: Sequence[Chunk],
         known: dict[str, bytes],
         model: str,
-    ) -> tuple[list[int], list[tuple[int, bytes | None]]]:
+    ) -> ChunkChanges:
         self.lock_path(path)
         return self._swap(path, source, remove, chunks, known)
 
@@ -283,7 +284,7 @@ class PgStore:
         remove: Sequence[int],
         chunks: Sequence[Chunk],
         known: dict[str, bytes],
-    ) -> tuple[list[int], list[tuple[int, bytes | None]]]:
+    ) -> ChunkChanges:
         """Insert the new chunks, give them the line vectors of removed chunks of the same
         text, then delete the removed ones (one transaction: readers see either set)."""
         added = self._insert_chunks(path, source, chunks, known)
