@@ -4,6 +4,8 @@
     python bench/lsp_latency.py --files 2000    # smaller
     python bench/lsp_latency.py --provider local --model-path model.gguf   # hybrid
     python bench/lsp_latency.py --files 300 --query-words 8-16 --provider local --model-path m.gguf
+    python bench/lsp_latency.py --eval ../shared/eval/locomo-dev:conv-26 --provider local \
+        --model-path m.gguf     # a real workspace of an evaluation set and its own questions
 
 Measures: server start to first answered search (and to the first search answered from a
 complete index), the initial sync, the time from a ``didChange`` to the first ``memory/search``
@@ -119,8 +121,23 @@ async def drain(stream: asyncio.StreamReader | None, sink: list[bytes]) -> None:
         sink.append(line)
 
 
+def eval_workspace(spec: str, root: Path) -> list[str]:
+    """Write one workspace of an evaluation set (``FOLDER[:WORKSPACE]``, default its first)
+    under ``root`` and return that workspace's questions, in the set's order."""
+    from eval import load_set, materialise  # the eval harness, only when asked for
+
+    folder, _, name = spec.partition(":")
+    es = load_set(Path(folder), None)
+    name = name or sorted(es.corpus)[0]
+    if name not in es.corpus:
+        raise SystemExit(f"no workspace {name!r} in {folder} (have {sorted(es.corpus)})")
+    materialise(es.corpus[name], root)
+    return [q["query"] for q in es.queries if q["workspace"] == name]
+
+
 async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     root = Path(args.workspace).resolve() if args.workspace else tmp / "ws"
+    asked = eval_workspace(args.eval, root) if args.eval else []
     if not (root / "memory").is_dir():
         t0 = time.perf_counter()
         root.mkdir(parents=True, exist_ok=True)
@@ -194,7 +211,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
     rng = random.Random(11)
     lo, _, hi = args.query_words.partition("-")
-    queries = [
+    queries = asked[: args.queries + 10] or [
         " ".join(rng.choice(WORDS) for _ in range(rng.randint(int(lo), int(hi or lo))))
         for _ in range(args.queries + 10)
     ]
@@ -282,7 +299,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         debounce_ms.append((time.perf_counter() - t0) * 1000)
 
     out["rss_end_kb"], out["rss_peak_kb"] = rss_kb(pid)
-    out["query_words"] = args.query_words
+    out["query_kind"] = (
+        f"{Path(args.eval).name} questions" if asked else f"{args.query_words} words"
+    )
     out["distinct_queries"] = len(set(queries))
     out["search"] = search_ms
     out["symbol"] = symbol_ms
@@ -307,7 +326,7 @@ def table(r: dict[str, Any]) -> str:
         ("workspace", f"{r['files']} files, {r['chunks']} chunks, {r['mode']} search", ""),
         (
             "queries",
-            f"{len(r['search'])} of {r['query_words']} words, {r['distinct_queries']} distinct",
+            f"{len(r['search'])} of {r['query_kind']}, {r['distinct_queries']} distinct",
             "",
         ),
         (
@@ -349,6 +368,11 @@ def main(argv: list[str] | None = None) -> int:
         "--query-words",
         default="1-3",
         help="words per query, MIN-MAX (1-3; 8-16 is closer to questions in plain language)",
+    )
+    ap.add_argument(
+        "--eval",
+        metavar="FOLDER[:WORKSPACE]",
+        help="search one workspace of an evaluation set with its own questions",
     )
     ap.add_argument("--edits", type=int, default=50)
     ap.add_argument("--edit-gap-ms", type=int, default=20)

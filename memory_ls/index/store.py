@@ -22,6 +22,7 @@ from ..chunking import Chunk
 from ..text import fts_text
 from . import schema, vectors
 from .cache import EmbeddingCache
+from .keyword_scan import KeywordScan
 from .line_vectors import LineVectors
 from .rows import ChunkRow, ChunkState, FileState, to_blob
 from .schema import DatabaseError, connect, f16_blob, f32_blob, move_aside
@@ -42,6 +43,7 @@ class Store:
         self.keep_vec_table = False
         self._after_commit: list[Callable[[], None]] = []
         self._df = DocFrequencies(self.conn)
+        self._bm25 = KeywordScan(self.conn, path)
         self.cache = EmbeddingCache(self.conn)
         self.lines = LineVectors(self.conn)
 
@@ -69,6 +71,7 @@ class Store:
             return cls(path)
 
     def close(self) -> None:
+        self._bm25.close()
         with contextlib.suppress(Exception):  # closing twice is harmless
             self.conn.close()
 
@@ -398,13 +401,8 @@ class Store:
         """For each query word, the number of chunks holding it, and the number of chunks."""
         return self._df.count(words)
 
-    def fts_search(self, expr: str, limit: int) -> list[tuple[int, float]]:
-        """(chunk id, bm25 rank) best first; bm25 ranks are negative, lower is better."""
-        return self.conn.execute(
-            "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ? "
-            "ORDER BY r LIMIT ?",
-            (expr, limit),
-        ).fetchall()
+    def fts_search(self, expr: str, limit: int, postings: int = 0) -> list[tuple[int, float]]:
+        return self._bm25.search(expr, limit, postings)
 
     def vec_table_ready(self) -> bool:
         """sqlite-vec's table is there (another connection may have made it since we looked)."""

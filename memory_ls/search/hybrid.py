@@ -155,7 +155,7 @@ def run(
     how: Policy = "off"
     all_terms: list[tuple[str, bool]] = []
     df: list[int] = []
-    total = 0
+    total = postings = 0
     if use_text:
         all_terms = terms = query_terms(words)
         if terms:
@@ -165,6 +165,7 @@ def run(
                 terms, df, total, qs.common_term_fraction, qs.keyword_postings_budget
             )
         expr = match_expression(terms)
+        postings = sum(n for t, n in zip(all_terms, df, strict=True) if t in terms)
 
     cands: dict[int, Candidate] = {}
     bm25: dict[int, float] = {}
@@ -177,7 +178,7 @@ def run(
         assert vectors is not None and qvec is not None
         beside = _SIDES.submit(vectors.knn, qvec, pool)
     if expr:
-        for rank, (cid, bm) in enumerate(store.fts_search(expr, pool), start=1):
+        for rank, (cid, bm) in enumerate(store.fts_search(expr, pool, postings), start=1):
             cands[cid] = Candidate(cid, text_rank=rank)
             bm25[cid] = bm
     if use_vec and words.strip():

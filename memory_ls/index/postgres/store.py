@@ -373,8 +373,8 @@ class PgStore:
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:
         return keyword.doc_frequencies(self, words)
 
-    def fts_search(self, expr: str, limit: int) -> list[tuple[int, float]]:
-        return keyword.search(self, expr, limit)
+    def fts_search(self, expr: str, limit: int, postings: int = 0) -> list[tuple[int, float]]:
+        return keyword.search(self, expr, limit)  # the server plans its own parallelism
 
     def vec_search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         return vectors.knn(self, query, k)

@@ -1,0 +1,107 @@
+"""A keyword search split by rowid range over several connections answers exactly what one
+FTS5 query over the whole table answers: the same chunks, BM25 scores and order."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+import memory_ls.index.keyword_scan as keyword_scan
+from memory_ls.engine import MemoryEngine
+from memory_ls.index.keyword_scan import KeywordScan
+from memory_ls.search.query import match_expression, query_terms
+from memory_ls.settings import Settings
+
+WORDS = [
+    "redis",
+    "backoff",
+    "ledger",
+    "quota",
+    "tenant",
+    "rollback",
+    "gateway",
+    "cron",
+    "vault",
+    "schema",
+]
+
+
+@pytest.fixture
+def engine(tmp_path: Path):
+    rng = random.Random(3)
+    root = tmp_path / "ws"
+    for i in range(400):
+        body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 40)))
+        # Every tenth note is the same text: equal BM25 scores, so the order of ties counts.
+        write(root, f"memory/n{i:03}.md", f"# N\n\n{'redis ledger' if i % 10 == 0 else body}\n")
+    e = MemoryEngine(root, Settings(provider="none"), index_path=tmp_path / "i.sqlite")
+    e.sync()
+    yield e
+    e.close()
+
+
+def expr(query: str) -> str:
+    out = match_expression(query_terms(query))
+    assert out is not None
+    return out
+
+
+def test_ranges_give_the_one_query_answer(engine: MemoryEngine):
+    with engine.indexer.reader() as store:
+        scan = KeywordScan(store.conn, store.path, cores=3)
+        try:
+            scan.search(expr("redis"), 25)
+            assert scan._siblings == []  # nothing said the query is large: one query
+            for q in ("redis", "redis ledger", "vault OR cron backoff", "tenant quota schema"):
+                whole = scan.search(expr(q), 25)
+                assert len(whole) == 25
+                split = scan.search(expr(q), 25, postings=10**6)
+                assert split == whole
+            assert len(scan._siblings) == 2  # three ranges: this connection and two more
+            ties = scan.search(expr("redis ledger"), 400, postings=10**6)
+            assert len({r for _, r in ties}) < len(ties)  # the equal notes tie...
+            assert ties == sorted(ties, key=lambda r: (r[1], r[0]))  # ...and rowid orders them
+        finally:
+            scan.close()
+
+
+def test_a_failing_range_raises_and_leaves_no_range_running(engine: MemoryEngine):
+    with engine.indexer.reader() as store:
+        scan = KeywordScan(store.conn, store.path, cores=2)
+        try:
+            with pytest.raises(Exception, match="fts5"):
+                scan.search("AND AND", 10, postings=10**6)  # not FTS5 syntax
+            assert scan.search(expr("redis"), 5, postings=10**6) == scan.search(expr("redis"), 5)
+        finally:
+            scan.close()
+
+
+def test_the_engine_splits_a_large_keyword_search(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(keyword_scan, "usable_cores", lambda: 2)  # CI may have one core
+    engine.indexer.readers.drop()  # readers made from here on see two cores
+    queries = ["redis backoff", "ledger", "tenant quota rollback", "vault"]
+
+    def answers() -> list[list[tuple[str, int, float]]]:
+        return [
+            [(h.path, h.start_line, h.score) for h in engine.search(q, max_results=8).results]
+            for q in queries
+        ]
+
+    whole = answers()
+    ranges: list[object] = []
+    real_submit = keyword_scan._PARTS.submit
+
+    def submit(fn, *args):
+        ranges.append(fn)
+        return real_submit(fn, *args)
+
+    monkeypatch.setattr(keyword_scan, "SPLIT_FROM", 1)
+    monkeypatch.setattr(keyword_scan._PARTS, "submit", submit)
+    assert answers() == whole
+    assert len(ranges) >= len(queries)  # every query ran at least one range elsewhere
+    assert all(len(hits) == 8 for hits in whole)
