@@ -116,12 +116,14 @@ def scratch_database(url: str) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def schema_1(conn: Any, vtype: str) -> None:
+def schema_1(conn: Any, vtype: str, *, extension: bool = True) -> None:
     """Write the schema of version 1, as a memory-ls before line vectors left it (``conn``: a
-    psycopg connection inside a transaction, as the database's owner)."""
+    psycopg connection inside a transaction, as the database's owner; ``extension``: create
+    pgvector too, which needs a superuser)."""
     from memory_ls.index.postgres.migrations import MIGRATIONS
 
-    conn.execute("CREATE EXTENSION vector")
+    if extension:
+        conn.execute("CREATE EXTENSION vector")
     conn.execute(
         "CREATE TABLE memory_ls_migrations (version integer PRIMARY KEY, "
         "applied_at timestamptz NOT NULL DEFAULT now(), client text NOT NULL)"

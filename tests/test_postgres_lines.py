@@ -213,3 +213,34 @@ def test_roles_per_namespace_keep_working_after_the_upgrade(pg_url, tmp_path: Pa
     finally:
         for r in roles:
             rows(pg_url, f'DROP ROLE IF EXISTS "{r}"')
+
+
+def test_an_upgrade_run_by_a_superuser_keeps_the_owner_and_forced_row_security(pg_url):
+    """The new table gets its sibling's owner (else the owner's own clients lose access to it
+    when a superuser ran the upgrade) and, when the sibling forces row security on its owner,
+    the same."""
+    from memory_ls.index.postgres import PgDatabase
+
+    owner = unique("owner")
+    rows(pg_url, f"CREATE ROLE \"{owner}\" LOGIN PASSWORD 'owner-pw-1'")
+    try:
+        with scratch_database(pg_url) as db_url:
+            with psycopg.connect(db_url, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION vector")
+                conn.execute(f'GRANT CREATE ON SCHEMA public TO "{owner}"')
+                with conn.transaction():
+                    conn.execute(f'SET LOCAL ROLE "{owner}"')
+                    schema_1(conn, "halfvec", extension=False)
+                    conn.execute("ALTER TABLE memory_vectors ENABLE ROW LEVEL SECURITY")
+                    conn.execute("ALTER TABLE memory_vectors FORCE ROW LEVEL SECURITY")
+                    conn.execute("CREATE POLICY own ON memory_vectors USING (ns = current_user)")
+            PgDatabase(db_url, "superuser", "test").close()  # the upgrade, as a superuser
+            state = "SELECT relowner::regrole::text, relrowsecurity, relforcerowsecurity FROM "
+            state += "pg_class WHERE relname = %s"
+            assert rows(db_url, state, "memory_chunk_lines") == [(owner, True, True)]
+            assert rows(db_url, state, "memory_vectors") == [(owner, True, True)]
+            # The owner's own client reads the new table (as the policy lets it).
+            owner_url = with_database(db_url, db_url.rsplit("/", 1)[1], owner, "owner-pw-1")
+            assert rows(owner_url, "SELECT count(*) FROM memory_chunk_lines") == [(0,)]
+    finally:
+        rows(pg_url, f'DROP ROLE IF EXISTS "{owner}"')

@@ -90,20 +90,33 @@ def _v2(vtype: str) -> list[str]:
 
 
 # A table added to a deployment whose administrator set up one role per namespace (README,
-# "Team memory") gets the grants, row-level security and policies of its sibling table (a
-# regrole's text is already quoted where the name needs it), so
-# the roles keep working after the upgrade and never see each other's rows through it. A
-# policy that does not fit the new table is left out: with row security on and no policy, a
-# role sees nothing (never too much).
+# "Team memory") gets the owner, grants, row-level security and policies of its sibling table
+# (a regrole's text is already quoted where the name needs it), so the roles keep working
+# after the upgrade and never see each other's rows through it, and an upgrade run by a
+# superuser does not leave the owner's own clients without access. A policy that does not fit
+# the new table is left out: with row security on and no policy, a role sees nothing (never
+# too much).
 _SAME_ACCESS_AS = """DO $$
-DECLARE g record; p record;
+DECLARE g record; p record; o oid;
 BEGIN
+  SELECT relowner INTO o FROM pg_class WHERE oid = '{like}'::regclass;
+  IF o <> (SELECT relowner FROM pg_class WHERE oid = '{new}'::regclass) THEN
+    BEGIN
+      EXECUTE format('ALTER TABLE {new} OWNER TO %s', o::regrole::text);
+    EXCEPTION WHEN insufficient_privilege THEN
+      RAISE WARNING 'memory-ls: {new} stays owned by %, not %: %', current_user, o::regrole,
+        SQLERRM;
+    END;
+  END IF;
   FOR g IN SELECT a.grantee, string_agg(a.privilege_type, ', ') AS privs
            FROM pg_class c, aclexplode(c.relacl) a
            WHERE c.oid = '{like}'::regclass AND a.grantee <> c.relowner GROUP BY a.grantee LOOP
     EXECUTE format('GRANT %s ON {new} TO %s', g.privs,
       CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END);
   END LOOP;
+  IF (SELECT relforcerowsecurity FROM pg_class WHERE oid = '{like}'::regclass) THEN
+    ALTER TABLE {new} FORCE ROW LEVEL SECURITY;  -- the owner too goes through the policies
+  END IF;
   IF (SELECT relrowsecurity FROM pg_class WHERE oid = '{like}'::regclass) THEN
     ALTER TABLE {new} ENABLE ROW LEVEL SECURITY;
     FOR p IN SELECT * FROM pg_policies
