@@ -1,5 +1,5 @@
 """Local embedding throughput of two code trees, or of two llama.cpp builds, side by side:
-chunks/s and query latency.
+chunks/s, query latency, and query latency while another thread embeds chunks.
 
     python bench/embed_speed.py --baseline REV [--model PATH] [--chunks 48] [--rounds 3] [--busy]
     python bench/embed_speed.py --baseline-python OTHER/.venv/bin/python   # another build
@@ -50,8 +50,27 @@ for _ in range(30):
     provider.embed_query(sys.argv[4])
     queries.append((time.perf_counter() - t0) * 1000)
 queries.sort()
+# A search while the index fills: queries, 10 ms apart, while another thread embeds chunks.
+import threading
+busy = [True]
+def backfill():
+    while busy[0]:
+        provider.embed_documents(texts[:8])
+filler = threading.Thread(target=backfill)
+filler.start()
+time.sleep(0.3)
+during = []
+for i in range(30):
+    t0 = time.perf_counter()
+    provider.embed_query(f"{sys.argv[4]} {i}")  # distinct: no cache anywhere
+    during.append((time.perf_counter() - t0) * 1000)
+    time.sleep(0.01)
+busy[0] = False
+filler.join()
+during.sort()
 print(json.dumps({"chunks_s": len(texts) / seconds, "tokens": tokens / len(texts),
-                  "query_ms": queries[len(queries) // 2]}))
+                  "query_ms": queries[len(queries) // 2],
+                  "during_ms": during[len(during) // 2], "during_p95_ms": during[28]}))
 """
 
 
@@ -128,16 +147,26 @@ def main() -> None:
     for name, got in runs.items():
         rate = [g["chunks_s"] for g in got]
         query = [g["query_ms"] for g in got]
+        during = [g.get("during_ms", 0.0) for g in got]
+        during95 = [g.get("during_p95_ms", 0.0) for g in got]
         rows.append(
             [
                 name,
                 f"{statistics.median(rate):.1f} ({min(rate):.1f}-{max(rate):.1f})",
                 f"{statistics.median(query):.1f} ({min(query):.1f}-{max(query):.1f})",
+                f"{statistics.median(during):.1f} / {statistics.median(during95):.1f} "
+                f"({min(during):.1f}-{max(during):.1f})",
                 f"{got[0]['tokens']:.0f}",
             ]
         )
     print(f"model {model.name}, {args.chunks} chunks, {args.rounds} rounds, busy core: {args.busy}")
-    header = ["code", "chunks/s median (range)", "query ms p50 (range)", "tokens/chunk"]
+    header = [
+        "code",
+        "chunks/s median (range)",
+        "query ms p50 (range)",
+        "query ms while indexing p50 / p95 (range of p50)",
+        "tokens/chunk",
+    ]
     print(md_table(header, rows))
     medians = {name: statistics.median(g["chunks_s"] for g in got) for name, got in runs.items()}
     mine = medians.pop("this tree")

@@ -4,8 +4,8 @@
     python bench/lsp_latency.py --files 2000    # smaller
     python bench/lsp_latency.py --provider local --model-path model.gguf   # hybrid
     python bench/lsp_latency.py --files 300 --query-words 8-16 --provider local --model-path m.gguf
-    python bench/lsp_latency.py --eval ../shared/eval/locomo-dev:conv-26 --provider local \
-        --model-path m.gguf     # a real workspace of an evaluation set and its own questions
+    python bench/lsp_latency.py --eval ../shared/eval/locomo-dev --provider local \
+        --model-path m.gguf     # an evaluation set's workspaces in one, and its questions
 
 Measures: server start to first answered search (and to the first search answered from a
 complete index), the initial sync, the time from a ``didChange`` to the first ``memory/search``
@@ -122,17 +122,21 @@ async def drain(stream: asyncio.StreamReader | None, sink: list[bytes]) -> None:
 
 
 def eval_workspace(spec: str, root: Path) -> list[str]:
-    """Write one workspace of an evaluation set (``FOLDER[:WORKSPACE]``, default its first)
-    under ``root`` and return that workspace's questions, in the set's order."""
+    """Write a workspace of an evaluation set under ``root`` (``FOLDER:WORKSPACE``; ``FOLDER``
+    alone: all of its workspaces, each in a folder of its own under memory/) and return the
+    questions asked of it, in the set's order."""
     from eval import load_set, materialise  # the eval harness, only when asked for
 
     folder, _, name = spec.partition(":")
     es = load_set(Path(folder), None)
-    name = name or sorted(es.corpus)[0]
-    if name not in es.corpus:
+    if name and name not in es.corpus:
         raise SystemExit(f"no workspace {name!r} in {folder} (have {sorted(es.corpus)})")
-    materialise(es.corpus[name], root)
-    return [q["query"] for q in es.queries if q["workspace"] == name]
+    for ws in [name] if name else sorted(es.corpus):
+        files = es.corpus[ws]
+        if not name:  # memory/x.md -> memory/<ws>/x.md, MEMORY.md -> memory/<ws>/MEMORY.md
+            files = [(f"memory/{ws}/{rel.removeprefix('memory/')}", t) for rel, t in files]
+        materialise(files, root)
+    return [q["query"] for q in es.queries if not name or q["workspace"] == name]
 
 
 async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
@@ -211,7 +215,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
     rng = random.Random(11)
     lo, _, hi = args.query_words.partition("-")
-    queries = asked[: args.queries + 10] or [
+    k = min(args.queries + 10, len(asked))  # spread over the set: every workspace asks
+    queries = [asked[i * len(asked) // k] for i in range(k)] or [
         " ".join(rng.choice(WORDS) for _ in range(rng.randint(int(lo), int(hi or lo))))
         for _ in range(args.queries + 10)
     ]
@@ -221,11 +226,12 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     for q in warm:
         await req("memory/search", {"query": q})
 
-    search_ms = []
+    search_ms, took_ms = [], []
     for q in queries:
         t0 = time.perf_counter()
-        await req("memory/search", {"query": q})
+        res = await req("memory/search", {"query": q})
         search_ms.append((time.perf_counter() - t0) * 1000)
+        took_ms.append(res["tookMs"])
     symbol_ms = []
     for q in queries:
         t0 = time.perf_counter()
@@ -304,6 +310,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     )
     out["distinct_queries"] = len(set(queries))
     out["search"] = search_ms
+    out["took"] = took_ms
     out["symbol"] = symbol_ms
     out["edit"] = edit_ms
     out["debounced_edit"] = debounce_ms
@@ -346,6 +353,7 @@ def table(r: dict[str, Any]) -> str:
             *p("debounced_edit"),
         ),
         ("memory/search", *p("search")),
+        ("memory/search, the server's own tookMs", *p("took")),
         ("workspace/symbol", *p("symbol")),
         (
             "server RSS after sync / end / peak",
@@ -372,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--eval",
         metavar="FOLDER[:WORKSPACE]",
-        help="search one workspace of an evaluation set with its own questions",
+        help="search an evaluation set's workspaces (all in one, or the one named) with the "
+        "questions asked of them",
     )
     ap.add_argument("--edits", type=int, default=50)
     ap.add_argument("--edit-gap-ms", type=int, default=20)

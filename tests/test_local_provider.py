@@ -226,6 +226,48 @@ def test_query_does_not_wait_for_a_document_batch(provider: LocalProvider) -> No
     assert latency < 2.0
 
 
+def test_a_query_runs_beside_an_indexing_batch(provider: LocalProvider) -> None:
+    """Queries have a llama.cpp context of their own: one arriving while a document batch
+    holds the indexing context answers at once, with the vector that context would give."""
+    question = "when does the nightly deployment pipeline run?"
+    expected = provider.embed_documents([question])[0]  # no prefixes on this model
+    holding, release = threading.Event(), threading.Event()
+
+    def batch_in_progress() -> None:
+        with provider._turns.turn(query=False):
+            holding.set()
+            release.wait(10)
+
+    t = threading.Thread(target=batch_in_progress)
+    t.start()
+    try:
+        assert holding.wait(10)
+        t0 = time.perf_counter()
+        got = provider.embed_query(question)
+        latency = time.perf_counter() - t0
+        assert not release.is_set() and t.is_alive()  # the batch still held its context
+        assert provider.unknown_ratio(question) == 0.0  # tokenising does not wait either
+    finally:
+        release.set()
+        t.join()
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert latency < 1.0
+
+
+def test_a_long_query_takes_the_indexing_context(provider: LocalProvider) -> None:
+    from memory_ls.embeddings.query_context import QUERY_TOKENS
+
+    question = "how long is the pipeline " * (QUERY_TOKENS // 4)
+    assert provider.count_tokens(question) > QUERY_TOKENS
+    got = provider.embed_query(question)
+    queries, provider._queries = provider._queries, None  # today's single-context path
+    try:
+        np.testing.assert_allclose(got, provider.embed_query(question), atol=1e-6)
+    finally:
+        provider._queries = queries
+    assert float(np.linalg.norm(got)) == pytest.approx(1.0, abs=1e-5)
+
+
 def test_closed_provider_raises(model_path: Path) -> None:
     p = open_local(model_path, Settings())
     p.close()

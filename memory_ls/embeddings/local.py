@@ -21,6 +21,7 @@ from ..settings import Settings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
 from .models import GGUF_MAGIC, pulled_model, read_magic
 from .profile import ModelProfile, profile_from_metadata, tokenizer_hazard
+from .query_context import QueryContext
 from .threads import BatchThreads, default_threads
 
 log = logging.getLogger(__name__)
@@ -149,6 +150,9 @@ class LocalProvider:
         self._threads = self._query_threads
         self._set_threads = llama_cpp.llama_set_n_threads
         self._llm: Any = _load(llama_cpp, path, settings.local.context_size, self._threads)
+        # Queries run on a context of their own, never behind an indexing batch.
+        self._query_lock = threading.Lock()
+        self._queries: QueryContext | None = _query_context(self._llm, llama_cpp, self._threads)
         self.dims = int(self._llm.n_embd())
         self.profile: ModelProfile = profile_from_metadata(self._llm.metadata)
         self._special_ids = set(self._tokens(""))
@@ -168,7 +172,18 @@ class LocalProvider:
 
     def embed_query(self, text: str) -> np.ndarray:
         text = self.profile.query_prefix + self.profile.prepare(text)
-        with self._turns.turn(query=True):
+        with self._query_lock:
+            if self._llm is None:
+                raise EmbeddingError("local: provider is closed")
+            ctx = self._queries
+            ids = self._tokens(text) if ctx is not None else []
+            if ctx is not None and len(ids) <= ctx.max_tokens:
+                try:
+                    vector = ctx.embed(ids)
+                except RuntimeError as exc:
+                    raise EmbeddingError(f"local: embedding failed: {exc}") from exc
+                return check_vectors(PROVIDER_ID, vector[None, :], 1, self.dims)[0]
+        with self._turns.turn(query=True):  # a long query: the indexing context's next turn
             self._use_threads(self._query_threads)
             vectors, _, _ = self._embed_group([text], 0)
         return vectors[0]
@@ -270,7 +285,7 @@ class LocalProvider:
         0.926 vs 0.938 keyword-only), so the engine skips the vector side for such queries.
         """
         unk = self.profile.unk_id
-        with self._turns.turn(query=True):
+        with self._query_lock:  # tokenising only: never behind an indexing batch
             if self._llm is None or unk is None:
                 return 0.0
             ids = self._tokens(self.profile.prepare(text))
@@ -279,7 +294,7 @@ class LocalProvider:
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without CLS/SEP, as the model sees it (for callers that budget)."""
-        with self._turns.turn(query=True):
+        with self._query_lock:
             if self._llm is None:
                 raise EmbeddingError("local: provider is closed")
             return self._count(self.profile.prepare(text)) - SPECIAL_TOKENS
@@ -319,8 +334,11 @@ class LocalProvider:
         return text[:lo], n_lo
 
     def close(self) -> None:
-        with self._turns.turn(query=True):
+        with self._query_lock, self._turns.turn(query=True):
             llm, self._llm = self._llm, None
+            queries, self._queries = self._queries, None
+        if queries is not None:
+            queries.close()
         if llm is not None:
             llm.close()
 
@@ -353,6 +371,15 @@ def _load(llama_cpp: Any, path: Path, context_size: int, threads: int) -> Any:
         llm.close()
         return _open(llama_cpp, path, reopen_ctx, threads, pooling)
     return llm
+
+
+def _query_context(llm: Any, llama_cpp: Any, threads: int) -> QueryContext | None:
+    try:
+        return QueryContext(llm, llama_cpp, threads)
+    except (ImportError, AttributeError, ValueError, RuntimeError) as exc:
+        # Another llama-cpp-python layout: queries share the indexing context, as before.
+        log.warning("local: no separate query context (%s: %s)", type(exc).__name__, exc)
+        return None
 
 
 def _open(llama_cpp: Any, path: Path, n_ctx: int, threads: int, pooling: int) -> Any:
