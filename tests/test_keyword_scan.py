@@ -105,3 +105,34 @@ def test_the_engine_splits_a_large_keyword_search(
     assert answers() == whole
     assert len(ranges) >= len(queries)  # every query ran at least one range elsewhere
     assert all(len(hits) == 8 for hits in whole)
+
+
+def test_the_chunk_count_read_from_fts5_follows_every_write(tmp_path: Path):
+    """Document frequencies are judged against the number of chunks, which comes from FTS5's
+    averages record (count(*) reads the whole table): it must equal count(*) as files come
+    and go, from an empty index on."""
+    from memory_ls.index.vocab import varint
+
+    assert varint(bytes.fromhex("c3fd4e")) == 1_113_806  # as FTS5 wrote it for 1.1M rows
+    assert varint(b"\xff" * 9) == 2**64 - 1 and varint(b"\x81") is None
+    root = tmp_path / "ws"
+    write(root, "MEMORY.md", "# Memory\n")
+    e = MemoryEngine(root, Settings(provider="none"), index_path=tmp_path / "i.sqlite")
+    try:
+        for step in range(4):
+            e.sync()
+            with e.indexer.reader() as store:
+                store._df._df_time = float("-inf")  # past the cache's lifetime
+                expected = store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+                assert store.doc_frequencies(["redis"])[1] == expected
+            if step == 0:
+                for i in range(30):
+                    write(root, f"memory/n{i}.md", f"# N{i}\n\nredis {i}\n\n" * (i % 4 + 1))
+            elif step == 1:
+                for i in range(0, 30, 3):
+                    (root / f"memory/n{i}.md").unlink()
+            else:
+                write(root, "memory/n1.md", "# N1\n\nnothing else\n")
+        assert expected > 0
+    finally:
+        e.close()

@@ -45,7 +45,7 @@ class DocFrequencies:
             # Frequencies only steer which words to skip: a few seconds stale is fine, and
             # counting 100k rows on every search is not.
             self._df_cache.clear()
-            self._df_total = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            self._df_total = self._rows()
             self._df_time = now
         df = [0] * len(words)
         seen: set[int] = set()
@@ -62,3 +62,27 @@ class DocFrequencies:
             df[i] = n if i not in seen else min(df[i], n)
             seen.add(i)
         return df, self._df_total
+
+    def _rows(self) -> int:
+        """Chunks in the index, from FTS5's averages record (id 1 of its data table: the row
+        count first, as a varint), which FTS5 keeps exact in the same transaction as every
+        write. ``count(*)`` reads the whole table: 15-25 ms at a million chunks, paid by the
+        first search after every pause of 10 s."""
+        row = self.conn.execute("SELECT block FROM chunks_fts_data WHERE id = 1").fetchone()
+        n = varint(row[0]) if row and row[0] else None
+        if n is None:  # no record yet (an empty index) or not the expected layout
+            return int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        return n
+
+
+def varint(data: bytes) -> int | None:
+    """SQLite's varint (as FTS5 writes it): 7 bits a byte, high bit set while more follow,
+    the ninth byte whole; None when ``data`` ends first."""
+    n = 0
+    for i, byte in enumerate(data[:9]):
+        if i == 8:
+            return (n << 8) | byte
+        n = (n << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return n
+    return None
