@@ -4,6 +4,7 @@ FTS5 query over the whole table answers: the same chunks, BM25 scores and order.
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -68,12 +69,27 @@ def test_ranges_give_the_one_query_answer(engine: MemoryEngine):
             scan.close()
 
 
-def test_a_failing_range_raises_and_leaves_no_range_running(engine: MemoryEngine):
+def test_a_failing_range_raises_and_leaves_no_range_running(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+):
+    finished: list[object] = []
+    real_range = keyword_scan._range
+
+    def slow_elsewhere(conn, *args):
+        if conn is not store.conn:  # the sibling's range is still running when ours fails
+            time.sleep(0.3)
+        try:
+            return real_range(conn, *args)
+        finally:
+            finished.append(conn)
+
+    monkeypatch.setattr(keyword_scan, "_range", slow_elsewhere)
     with engine.indexer.reader() as store:
         scan = KeywordScan(store.conn, store.path, cores=2)
         try:
             with pytest.raises(Exception, match="fts5"):
                 scan.search("AND AND", 10, postings=10**6)  # not FTS5 syntax
+            assert len(finished) == 2  # the sibling's range ended before the search returned
             assert scan.search(expr("redis"), 5, postings=10**6) == scan.search(expr("redis"), 5)
         finally:
             scan.close()
@@ -134,5 +150,43 @@ def test_the_chunk_count_read_from_fts5_follows_every_write(tmp_path: Path):
             else:
                 write(root, "memory/n1.md", "# N1\n\nnothing else\n")
         assert expected > 0
+    finally:
+        e.close()
+
+
+def test_a_chunk_rewritten_during_a_split_search_is_still_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """An edit commits between the bounds being read and a range running: the edited chunk
+    leaves its old id for one past the old largest, which only an open-ended last range
+    still holds."""
+    root = tmp_path / "ws"
+    for i in range(40):
+        text = "zebraword redis" if i == 30 else f"redis note {i}"
+        write(root, f"memory/n{i:02}.md", f"# N{i}\n\n{text}\n")
+    e = MemoryEngine(root, Settings(provider="none"), index_path=tmp_path / "i.sqlite")
+    edited: list[bool] = []
+    real_range = keyword_scan._range
+
+    def edit_first(conn, *args):
+        if conn is not store.conn and not edited:  # the last range, before it reads
+            write(root, "memory/n30.md", "# N30\n\nzebraword redis, edited\n")
+            e.sync()
+            edited.append(True)
+        return real_range(conn, *args)
+
+    monkeypatch.setattr(keyword_scan, "_range", edit_first)
+    try:
+        e.sync()
+        with e.indexer.reader() as store:
+            scan = KeywordScan(store.conn, store.path, cores=2)
+            try:
+                before = store.fts_search(expr("zebraword"), 5)
+                assert len(before) == 1
+                hits = scan.search(expr("zebraword"), 5, postings=10**6)
+                assert edited
+                assert len(hits) == 1 and hits[0][0] > before[0][0]  # found under its new id
+            finally:
+                scan.close()
     finally:
         e.close()

@@ -259,8 +259,23 @@ def test_a_long_query_takes_the_indexing_context(provider: LocalProvider) -> Non
 
     question = "how long is the pipeline " * (QUERY_TOKENS // 4)
     assert provider.count_tokens(question) > QUERY_TOKENS
-    got = provider.embed_query(question)
-    queries, provider._queries = provider._queries, None  # today's single-context path
+    queries = provider._queries
+    assert queries is not None
+    used: list[int] = []
+    real_embed = queries.embed
+
+    def spy(tokens):
+        used.append(len(tokens))
+        return real_embed(tokens)
+
+    queries.embed = spy  # type: ignore[method-assign]
+    try:
+        got = provider.embed_query(question)
+        provider.embed_query("how long is the pipeline")
+    finally:
+        del queries.embed
+    assert len(used) == 1 and used[0] <= QUERY_TOKENS  # only the short one took it
+    provider._queries = None  # today's single-context path, for the expected vector
     try:
         np.testing.assert_allclose(got, provider.embed_query(question), atol=1e-6)
     finally:

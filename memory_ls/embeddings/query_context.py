@@ -31,7 +31,7 @@ class QueryContext:
         params = llama_cpp.llama_context_params()
         ctypes.pointer(params)[0] = llm.context_params  # the model's settings, one sequence
         params.n_seq_max = 1
-        params.n_batch = params.n_ubatch = min(QUERY_TOKENS, int(llm.n_batch))
+        params.n_ctx = params.n_batch = params.n_ubatch = min(QUERY_TOKENS, int(llm.n_batch))
         params.n_threads = params.n_threads_batch = threads
         self.max_tokens = int(params.n_batch)
         self.dims = int(llm.n_embd())
@@ -42,6 +42,8 @@ class QueryContext:
 
     def embed(self, tokens: Sequence[int]) -> np.ndarray:
         """The pooled vector of one input of at most ``max_tokens`` tokens (not normalised)."""
+        if not tokens:  # llama-cpp-python's batch would write before its buffer
+            raise RuntimeError("no tokens to embed")
         self._batch.reset()
         self._batch.add_sequence(list(tokens), 0, True)  # every token an output, as embed() does
         self._ctx.kv_cache_clear()

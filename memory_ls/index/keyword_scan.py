@@ -9,8 +9,9 @@ query's answer. Each range runs on a connection of its own: SQLite releases the 
 steps, so the ranges run at the same time.
 
 The connections of one search may read different snapshots when a write commits meanwhile,
-as the separate statements of a search already may; the ranges never overlap, so no chunk
-comes back twice.
+as the separate statements of a search already may: then BM25's table-wide figures may differ
+slightly from one range to the next. The ranges never overlap, and the first and last are
+open-ended, so a chunk re-inserted under a new id meanwhile is still in one of them.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ _ORDER = " ORDER BY r, rowid LIMIT ?"  # rowid breaks ties, so a split gives the
 _ALL = "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ?" + _ORDER
 _RANGE = (
     "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ? "
-    "AND rowid >= ? AND rowid < ?" + _ORDER
+    "AND rowid BETWEEN ? AND ?" + _ORDER
 )
 # Two subqueries: SQLite reads min() or max() off the end of the B-tree only when it is alone.
 _BOUNDS = "SELECT (SELECT min(rowid) FROM chunks), (SELECT max(rowid) FROM chunks)"
 _PARTS = ThreadPoolExecutor(max_workers=MAX_THREADS, thread_name_prefix="memory-ls-keyword")
 
 Row = tuple[int, float]
+_FIRST, _LAST = -(2**63), 2**63 - 1  # SQLite's rowid range
 
 
 class KeywordScan:
@@ -61,15 +63,17 @@ class KeywordScan:
         return self.conn.execute(_ALL, (expr, limit)).fetchall()
 
     def _split(self, expr: str, limit: int, lo: int, end: int, parts: int) -> list[Row]:
+        # Inclusive bounds; the outer ones reach past any id, as the bounds are only a hint.
         cuts = [lo + (end - lo) * k // parts for k in range(parts + 1)]
+        cuts[0], cuts[-1] = _FIRST, _LAST + 1
         while len(self._siblings) < parts - 1:
             self._siblings.append(connect(self.path, vec=False)[0])
         futures = [
-            _PARTS.submit(_range, c, expr, cuts[i + 1], cuts[i + 2], limit)
+            _PARTS.submit(_range, c, expr, cuts[i + 1], cuts[i + 2] - 1, limit)
             for i, c in enumerate(self._siblings[: parts - 1])
         ]
         try:
-            rows = _range(self.conn, expr, cuts[0], cuts[1], limit)  # the first range: here
+            rows = _range(self.conn, expr, cuts[0], cuts[1] - 1, limit)  # the first: here
         finally:
             wait(futures)  # a sibling is never left running into the next search
         for f in futures:
@@ -84,5 +88,5 @@ class KeywordScan:
         self._siblings = []
 
 
-def _range(conn: Connection, expr: str, start: int, stop: int, limit: int) -> list[Row]:
-    return conn.execute(_RANGE, (expr, start, stop, limit)).fetchall()
+def _range(conn: Connection, expr: str, first: int, last: int, limit: int) -> list[Row]:
+    return conn.execute(_RANGE, (expr, first, last, limit)).fetchall()

@@ -99,15 +99,6 @@ def _v2(vtype: str) -> list[str]:
 _SAME_ACCESS_AS = """DO $$
 DECLARE g record; p record; o oid;
 BEGIN
-  SELECT relowner INTO o FROM pg_class WHERE oid = '{like}'::regclass;
-  IF o <> (SELECT relowner FROM pg_class WHERE oid = '{new}'::regclass) THEN
-    BEGIN
-      EXECUTE format('ALTER TABLE {new} OWNER TO %s', o::regrole::text);
-    EXCEPTION WHEN insufficient_privilege THEN
-      RAISE WARNING 'memory-ls: {new} stays owned by %, not %: %', current_user, o::regrole,
-        SQLERRM;
-    END;
-  END IF;
   FOR g IN SELECT a.grantee, string_agg(a.privilege_type, ', ') AS privs
            FROM pg_class c, aclexplode(c.relacl) a
            WHERE c.oid = '{like}'::regclass AND a.grantee <> c.relowner GROUP BY a.grantee LOOP
@@ -132,6 +123,17 @@ BEGIN
         RAISE WARNING 'memory-ls: policy % of {like} left off {new}: %', p.policyname, SQLERRM;
       END;
     END LOOP;
+  END IF;
+  -- Last, while the runner still owns the table for the statements above.
+  SELECT relowner INTO o FROM pg_class WHERE oid = '{like}'::regclass;
+  IF o <> (SELECT relowner FROM pg_class WHERE oid = '{new}'::regclass) THEN
+    BEGIN
+      EXECUTE format('ALTER TABLE {new} OWNER TO %s', o::regrole::text);
+    EXCEPTION WHEN insufficient_privilege THEN
+      EXECUTE format('GRANT ALL ON {new} TO %s', o::regrole::text);
+      RAISE WARNING 'memory-ls: {new} stays owned by %, not % (granted all to it): %',
+        current_user, o::regrole, SQLERRM;
+    END;
   END IF;
 END $$"""
 
