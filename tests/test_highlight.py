@@ -182,3 +182,20 @@ def test_every_hit_carries_a_best_line_inside_its_range(ws: Path, tmp_path: Path
             assert h.start_line <= h.best_line <= h.end_line  # type: ignore[operator]
     finally:
         engine.close()
+
+
+def test_threads_highlight_at_once_each_on_its_own_table():
+    """Each thread keeps one in-memory FTS5 table of lines and empties it per call: searches
+    on several reader threads at once never see each other's lines, nor an earlier call's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = [
+        (f"deploy {w}", [(f"# Note {i}\n\nwe {w} the gateway\nthe {w}s went well", [1, 2, 3, 4])])
+        for i, w in enumerate(["limit", "rotate", "throttle", "rollback", "migrate", "backup"])
+    ]
+    expected = [highlight(q, chunks) for q, chunks in cases]
+    assert [h[0].matched_terms for h in expected][0] == ["limit"]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(20):
+            got = list(pool.map(lambda c: highlight(*c), cases * 4))
+            assert got == expected * 4

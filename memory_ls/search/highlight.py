@@ -2,21 +2,22 @@
 
 Editors used to guess this from the snippet with their own word splitting, which drifted
 from the search itself (stop words, CJK grams, porter stemming, folded diacritics). Here the
-lines of the picked chunks go into a throwaway in-memory FTS5 table with the index's own
-tokenizer and each query term is matched there, so a line holds a term exactly when the
+lines of the picked chunks go into an in-memory FTS5 table of the thread's own (emptied for
+each search) with the index's own tokenizer and each query term is matched there, so a line holds a term exactly when the
 index would say so (``limits`` finds ``limiting``, ``限流`` finds ``令牌桶限流``).
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..index.backend import IndexBackend
 from ..index.rows import ChunkRow
-from ..index.schema import FTS_TOKENIZER, connect
+from ..index.schema import FTS_TOKENIZER, Connection, connect
 from ..sources.sessions import ROLE_LABELS, TOOL_LABEL
 from ..text import fts_text
 from .query import keywords, match_expression, parse_filters, query_terms
@@ -43,25 +44,38 @@ def term_groups(query: str) -> list[list[Term]]:
     return [g for g in groups if g]
 
 
+_scratch = threading.local()
+
+
+def _lines_table() -> Connection:
+    """This thread's in-memory FTS5 table of lines. Contentless, so that emptying it is one
+    cheap command: a table made per call cost twice as much (0.4 against 0.2 ms a call)."""
+    conn = getattr(_scratch, "conn", None)
+    if conn is None:
+        conn, _ = connect(":memory:", vec=False)
+        conn.execute(
+            f"CREATE VIRTUAL TABLE lines USING fts5(body, content='', tokenize='{FTS_TOKENIZER}')"
+        )
+        _scratch.conn = conn
+    return conn
+
+
 def _matching_lines(lines: Sequence[str], terms: Sequence[Term]) -> dict[int, set[Term]]:
     """For each line (by index) that FTS5 finds any of the terms in, those terms."""
-    conn, _ = connect(":memory:", vec=False)
+    conn = _lines_table()
     found: dict[int, set[Term]] = {}
-    try:
-        conn.execute(f"CREATE VIRTUAL TABLE lines USING fts5(body, tokenize = '{FTS_TOKENIZER}')")
-        with conn:  # one transaction: a commit per row costs FTS5 a segment per row
-            conn.execute("BEGIN")
-            conn.executemany(
-                "INSERT INTO lines(rowid, body) VALUES (?, ?)",
-                [(i, fts_text(line)) for i, line in enumerate(lines)],
-            )
-        sql = "SELECT rowid FROM lines WHERE lines MATCH ?"
-        for t in terms:
-            for (i,) in conn.execute(sql, (match_expression([t]),)):
-                found.setdefault(i, set()).add(t)
-        return found
-    finally:
-        conn.close()
+    with conn:  # one transaction: a commit per row costs FTS5 a segment per row
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO lines(lines) VALUES ('delete-all')")
+        conn.executemany(
+            "INSERT INTO lines(rowid, body) VALUES (?, ?)",
+            [(i, fts_text(line)) for i, line in enumerate(lines)],
+        )
+    sql = "SELECT rowid FROM lines WHERE lines MATCH ?"
+    for t in terms:
+        for (i,) in conn.execute(sql, (match_expression([t]),)):
+            found.setdefault(i, set()).add(t)
+    return found
 
 
 def terms_in(text: str, terms: Sequence[Term]) -> set[Term]:
