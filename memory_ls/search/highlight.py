@@ -3,8 +3,9 @@
 Editors used to guess this from the snippet with their own word splitting, which drifted
 from the search itself (stop words, CJK grams, porter stemming, folded diacritics). Here the
 lines of the picked chunks go into an in-memory FTS5 table of the thread's own (emptied for
-each search) with the index's own tokenizer and each query term is matched there, so a line holds a term exactly when the
-index would say so (``limits`` finds ``limiting``, ``限流`` finds ``令牌桶限流``).
+each search) with the index's own tokenizer and each query term is matched there, so a line
+holds a term exactly when the index would say so (``limits`` finds ``limiting``, ``限流``
+finds ``令牌桶限流``).
 """
 
 from __future__ import annotations
