@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,20 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
     for key in ("OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY", "MISTRAL_API_KEY"):
         monkeypatch.delenv(key, raising=False)
+
+
+def spy_submit(monkeypatch: pytest.MonkeyPatch, executor: Any) -> list[object]:
+    """The functions handed to ``executor.submit`` from now on (they still run), so a test can
+    tell that work really went to another thread."""
+    submitted: list[object] = []
+    real_submit = executor.submit
+
+    def submit(fn: Any, *args: Any) -> Any:
+        submitted.append(fn)
+        return real_submit(fn, *args)
+
+    monkeypatch.setattr(executor, "submit", submit)
+    return submitted
 
 
 def write(root: Path, rel: str, text: str | bytes) -> Path:

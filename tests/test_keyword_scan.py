@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write
+from conftest import spy_submit, write
 
 import memory_ls.index.keyword_scan as keyword_scan
 from memory_ls.engine import MemoryEngine
@@ -109,15 +109,8 @@ def test_the_engine_splits_a_large_keyword_search(
         ]
 
     whole = answers()
-    ranges: list[object] = []
-    real_submit = keyword_scan._PARTS.submit
-
-    def submit(fn, *args):
-        ranges.append(fn)
-        return real_submit(fn, *args)
-
     monkeypatch.setattr(keyword_scan, "SPLIT_FROM", 1)
-    monkeypatch.setattr(keyword_scan._PARTS, "submit", submit)
+    ranges = spy_submit(monkeypatch, keyword_scan._PARTS)
     assert answers() == whole
     assert len(ranges) >= len(queries)  # every query ran at least one range elsewhere
     assert all(len(hits) == 8 for hits in whole)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write
+from conftest import spy_submit, write
 from model_util import ensure_test_model
 
 from memory_ls.engine import MemoryEngine
@@ -62,15 +62,8 @@ def test_vector_side_beside_the_keyword_side_gives_the_same_answers(
             ]
 
         sequential = answers()
-        beside = []
-        real_submit = hybrid._SIDES.submit
-
-        def submit(fn, *args):
-            beside.append(fn)
-            return real_submit(fn, *args)
-
         monkeypatch.setattr(hybrid, "PARALLEL_FROM", 0)
-        monkeypatch.setattr(hybrid._SIDES, "submit", submit)
+        beside = spy_submit(monkeypatch, hybrid._SIDES)
         assert answers() == sequential
         assert len(beside) == len(queries)  # every hybrid query took the parallel path
         assert any(hits for hits in sequential)

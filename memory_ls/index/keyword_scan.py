@@ -27,11 +27,10 @@ from .schema import Connection, connect
 # thread hop costs more than the range saves.
 SPLIT_FROM = 2_000
 
-_ORDER = " ORDER BY r, rowid LIMIT ?"  # rowid breaks ties, so a split gives the same order
-_ALL = "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ?" + _ORDER
+# rowid breaks ties, so a split gives the same order as one range over all.
 _RANGE = (
     "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ? "
-    "AND rowid BETWEEN ? AND ?" + _ORDER
+    "AND rowid BETWEEN ? AND ? ORDER BY r, rowid LIMIT ?"
 )
 # Two subqueries: SQLite reads min() or max() off the end of the B-tree only when it is alone.
 _BOUNDS = "SELECT (SELECT min(rowid) FROM chunks), (SELECT max(rowid) FROM chunks)"
@@ -60,7 +59,7 @@ class KeywordScan:
             lo, hi = self.conn.execute(_BOUNDS).fetchone()
             if lo is not None and hi - lo >= parts:
                 return self._split(expr, limit, lo, hi + 1, parts)
-        return self.conn.execute(_ALL, (expr, limit)).fetchall()
+        return _range(self.conn, expr, _FIRST, _LAST, limit)
 
     def _split(self, expr: str, limit: int, lo: int, end: int, parts: int) -> list[Row]:
         # Inclusive bounds; the outer ones reach past any id, as the bounds are only a hint.
