@@ -191,6 +191,7 @@ class Primary:
             self._reindex(store, sorted(todo), report)
         else:
             sync_keyword(store, self.context(), {}, report, None, todo)
+        store.merge_keyword_postings()
         after = store.file_states(todo)
         for p in todo:
             if p in after:

@@ -9,17 +9,19 @@ the search layer normalises both backends' ranks the same way.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Sequence
 
-from psycopg import sql
+from psycopg import errors, sql
 
 from ...text import CJK_RUN
 from .database import Session
 from .migrations import TS_CONFIG
 from .tokens import parse_match, term_tokens
 
+log = logging.getLogger(__name__)
 K1, B = 1.2, 0.75
 EXACT_DF = 2000
 # The namespace test is written so that no index on ns can serve it: the GIN index on tsv must
@@ -27,6 +29,8 @@ EXACT_DF = 2000
 # walk every one of its chunks through the (ns, path) index, testing each tsvector.
 IN_NAMESPACE = "ns || '' = %s"
 SCORE_BUDGET = 1500  # chunks scored by one keyword search, when its rarer words allow
+# Chunks a push writes before it merges GIN's pending list (a few hundred ms for a full one).
+MERGE_AFTER = 100
 ZETA2 = math.pi**2 / 6
 RANK_TF1 = 0.1 / ZETA2  # ts_rank of one occurrence
 
@@ -184,3 +188,20 @@ def search(store: Session, expr: str, limit: int) -> list[tuple[int, float]]:
         params,
     ).fetchall()
     return [(int(i), float(r)) for i, r in rows]
+
+
+def merge_pending(store: Session) -> None:
+    """Merge the GIN index's pending list into the index after a push of at least MERGE_AFTER
+    chunks. New entries wait in that list (up to 4 MB) until autovacuum comes by, and every
+    keyword statement reads all of it: right after a sync of 57k chunks keyword p50 / p95 was
+    22 / 43 ms, 13 / 31 once merged (bench/pg_keyword.py). Only the table's owner may merge;
+    another role is told once in the log and leaves it to autovacuum."""
+    db = store.db
+    if db.inserted_chunks < MERGE_AFTER or not db.may_merge:
+        return
+    try:
+        store.q("SELECT gin_clean_pending_list('memory_chunks_tsv'::regclass)")
+    except errors.InsufficientPrivilege as exc:
+        db.may_merge = False
+        log.info("GIN pending list left to autovacuum: %s", exc.diag.message_primary)
+    db.inserted_chunks = 0

@@ -319,6 +319,7 @@ class PgStore:
                 ids.append(cur.fetchone()[0])  # type: ignore[index]
                 if not cur.nextset():
                     break
+        self.db.inserted_chunks += len(ids)
         added = [(cid, known.get(c.hash)) for cid, c in zip(ids, chunks, strict=True)]
         self._put_vectors([(cid, b) for cid, b in added if b is not None])
         return added
@@ -368,6 +369,10 @@ class PgStore:
         and the planner's statistics when the phase grew the table."""
         vectors.build_deferred(self)
         vectors.refresh_statistics(self)
+
+    def merge_keyword_postings(self) -> None:
+        """After a keyword push: the GIN index's pending list (see ``keyword.merge_pending``)."""
+        keyword.merge_pending(self)
 
     # -- search -----------------------------------------------------------------------------------
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:
