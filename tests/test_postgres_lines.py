@@ -244,3 +244,36 @@ def test_an_upgrade_run_by_a_superuser_keeps_the_owner_and_forced_row_security(p
             assert rows(owner_url, "SELECT count(*) FROM memory_chunk_lines") == [(0,)]
     finally:
         rows(pg_url, f'DROP ROLE IF EXISTS "{owner}"')
+
+
+def test_an_upgrade_that_may_not_hand_the_table_over_grants_the_owner_all(pg_url):
+    """The runner owns the schema's first tables but not ``memory_vectors`` (given to another
+    role since) and is no member of that role, so it may not make it the new table's owner:
+    the upgrade still completes, keeps the table, and grants that role everything on it."""
+    from memory_ls.index.postgres import PgDatabase
+
+    runner, owner = unique("runner"), unique("owner")
+    for r in (runner, owner):
+        rows(pg_url, f"CREATE ROLE \"{r}\" LOGIN PASSWORD 'pw-{r}'")
+    try:
+        with scratch_database(pg_url) as db_url:
+            name = db_url.rsplit("/", 1)[1]
+            with psycopg.connect(db_url, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION vector")
+                conn.execute(f'GRANT CREATE ON SCHEMA public TO "{runner}"')
+                with conn.transaction():
+                    conn.execute(f'SET LOCAL ROLE "{runner}"')
+                    schema_1(conn, "halfvec", extension=False)
+                conn.execute(f'ALTER TABLE memory_vectors OWNER TO "{owner}"')
+            PgDatabase(with_database(db_url, name, runner, f"pw-{runner}"), "ns", "test").close()
+            state = "SELECT relowner::regrole::text FROM pg_class WHERE relname = %s"
+            assert rows(db_url, state, "memory_chunk_lines") == [(runner,)]
+            may = "SELECT has_table_privilege(%s, 'memory_chunk_lines', %s)"
+            for privilege in ("SELECT", "INSERT", "UPDATE", "DELETE"):
+                assert rows(db_url, may, owner, privilege) == [(True,)]
+            owner_url = with_database(db_url, name, owner, f"pw-{owner}")
+            assert rows(owner_url, "SELECT count(*) FROM memory_chunk_lines") == [(0,)]
+            assert rows(db_url, "SELECT max(version) FROM memory_ls_migrations") == [(2,)]
+    finally:
+        for r in (runner, owner):
+            rows(pg_url, f'DROP ROLE IF EXISTS "{r}"')
