@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -98,15 +100,23 @@ def side(
         return out
 
 
-def scratch_db(url: str, name: str) -> str:
+@contextmanager
+def scratch_db(url: str) -> Iterator[str]:
+    """A database of its own on the server at ``url``, with pgvector; dropped afterwards."""
     import psycopg
     from psycopg import conninfo
 
+    name = f"pgkw_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    with psycopg.connect(conninfo.make_conninfo(url, dbname=name), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    return conninfo.make_conninfo(url, dbname=name)
+    try:
+        db = conninfo.make_conninfo(url, dbname=name)
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        yield db
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,19 +159,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for label, tree in sides.items():
                 log(f"{label}:")
-                db = scratch_db(url, f"pgkw_{uuid.uuid4().hex[:8]}")
-                cmd = [
-                    sys.executable,
-                    str(Path(__file__).resolve()),
-                    "--side",
-                    db,
-                    "--code",
-                    str(tree),
-                ]
+                cmd = [sys.executable, str(Path(__file__).resolve()), "--code", str(tree)]
                 cmd += ["--chunks", str(args.chunks), "--others", str(args.others)]
                 cmd += ["--queries", str(args.queries), "--seed", str(args.seed)]
                 cmd += ["--unsettled"] if args.unsettled else []
-                done = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
+                with scratch_db(url) as db:
+                    run = [*cmd, "--side", db]
+                    done = subprocess.run(run, check=True, stdout=subprocess.PIPE, text=True)
                 results[label] = json.loads(done.stdout.strip().splitlines()[-1])
         finally:
             if args.baseline:

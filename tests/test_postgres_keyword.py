@@ -36,29 +36,40 @@ def notes(root: Path, n: int) -> None:
         write(root, f"memory/note-{i:03d}.md", f"# Note {i}\n\nThe ferry timetable, entry {i}.\n")
 
 
-def test_a_large_push_leaves_no_pending_list(pg_url, tmp_path: Path):
-    """After a push of more than MERGE_AFTER chunks nothing is left for the merge, and the
-    namespace's chunks are all found; a small push afterwards leaves its few entries pending."""
+def quiet_schema(db_url: str) -> None:
+    """The schema, with autovacuum kept off the chunks: it would merge the list as well."""
+    PgDatabase(db_url, "owner", "test").close()
+    rows(db_url, "ALTER TABLE memory_chunks SET (autovacuum_enabled = off)")
+
+
+def test_a_push_of_many_chunks_leaves_no_pending_list(pg_url, tmp_path: Path):
+    """A push of MERGE_AFTER chunks or more merges the list, and every chunk is found; smaller
+    pushes leave their entries for autovacuum (each probe below merges what it finds)."""
     with scratch_database(pg_url) as db_url:
-        notes(tmp_path / "ws", MERGE_AFTER + 20)
-        with MemoryEngine(tmp_path / "ws", team(db_url, unique("merge"))) as e:
+        quiet_schema(db_url)
+        ws = tmp_path / "ws"
+        with MemoryEngine(ws, team(db_url, unique("merge"))) as e:
+            notes(ws, MERGE_AFTER - 1)
+            e.sync()
+            assert rows(db_url, PENDING)[0][0] > 0  # one short of the bar
+            notes(ws, 2 * MERGE_AFTER + 20)  # MERGE_AFTER + 21 new notes
             e.sync()
             assert rows(db_url, PENDING) == [(0,)]
-            resp = e.search("ferry timetable", mode="keyword", max_results=200, min_score=0)
-            assert len(resp.results) == MERGE_AFTER + 20
-            write(tmp_path / "ws", "memory/extra.md", "# Extra\n\nThe ferry to the island.\n")
+            resp = e.search("ferry timetable", mode="keyword", max_results=300, min_score=0)
+            assert len(resp.results) == 2 * MERGE_AFTER + 20
+            write(ws, "memory/extra.md", "# Extra\n\nThe ferry to the island.\n")
             e.sync()
-        assert rows(db_url, PENDING)[0][0] > 0  # one chunk: merged by autovacuum, not here
+        assert rows(db_url, PENDING)[0][0] > 0
 
 
 def test_a_role_that_may_not_merge_still_syncs_and_answers(pg_url, tmp_path: Path, caplog):
     """A namespace role with row privileges only: the merge is refused, said once in the
-    log, and the push and the search go on through PostgreSQL."""
+    log (once per connection), and the push and the search go on through PostgreSQL."""
     role, pw = unique("rows_only"), "rows-only-pw-5"
     rows(pg_url, f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{pw}'")
     try:
         with scratch_database(pg_url) as db_url:
-            PgDatabase(db_url, "owner", "test").close()  # the owner creates the schema
+            quiet_schema(db_url)  # the owner creates the schema
             rows(db_url, f'GRANT SELECT, INSERT, UPDATE, DELETE ON {TABLES} TO "{role}"')
             rows(db_url, f'GRANT SELECT ON memory_ls_migrations TO "{role}"')
             rows(db_url, f'GRANT USAGE ON SEQUENCE memory_chunks_id_seq TO "{role}"')

@@ -110,8 +110,7 @@ class PgDatabase:
         self.hnsw_dims: set[int] = set()  # dimension counts that have their HNSW index
         self.deferred_dims: set[int] = set()  # ... that get it once the vector phase is done
         self.stored_vectors = 0  # vectors written since memory_vectors was last analyzed
-        self.inserted_chunks = 0  # chunks written since GIN's pending list was merged
-        self.may_merge = True  # False once the server said this role may not merge it
+        self.may_merge = True  # False once the server said this role may not (till a reconnect)
         self._writer: psycopg.Connection[Any] | None = None
         try:
             conn = self._connect(WRITER_TIMEOUT_MS)

@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Sequence
 
+import psycopg
 from psycopg import errors, sql
 
 from ...text import CJK_RUN
@@ -31,6 +32,7 @@ IN_NAMESPACE = "ns || '' = %s"
 SCORE_BUDGET = 1500  # chunks scored by one keyword search, when its rarer words allow
 # Chunks a push writes before it merges GIN's pending list (a few hundred ms for a full one).
 MERGE_AFTER = 100
+MERGE_BUDGET_MS = 10_000
 ZETA2 = math.pi**2 / 6
 RANK_TF1 = 0.1 / ZETA2  # ts_rank of one occurrence
 
@@ -190,21 +192,26 @@ def search(store: Session, expr: str, limit: int) -> list[tuple[int, float]]:
     return [(int(i), float(r)) for i, r in rows]
 
 
-def merge_pending(store: Session) -> None:
+def merge_pending(store: Session, chunks: int) -> None:
     """Merge the GIN index's pending list into the index after a push of at least MERGE_AFTER
-    chunks. New entries wait in that list (up to 4 MB) until autovacuum comes by, and every
+    ``chunks``. New entries wait in that list (up to 4 MB) until autovacuum comes by, and every
     keyword statement reads all of it: right after a sync of 57k chunks keyword p50 / p95 was
     19.5 / 44.5 ms, 14.2 / 32.1 with the merge (bench/pg_keyword.py). Only the table's owner
-    may merge: another role is told once in the log and leaves it to autovacuum, as does a
-    merge cut short (it is an optimisation, never a reason to leave the primary)."""
+    may merge: another role says so in the log once per connection and leaves it to
+    autovacuum. The merge is an optimisation, never a reason to leave the primary: one that
+    fails or waits past its budget is skipped, unless the connection itself broke."""
     db = store.db
-    if db.inserted_chunks < MERGE_AFTER or not db.may_merge:
+    if chunks < MERGE_AFTER or not db.may_merge:
         return
     try:
-        store.q("SELECT gin_clean_pending_list('memory_chunks_tsv'::regclass)")
+        with store.conn.transaction():
+            store.q(f"SET LOCAL statement_timeout = {MERGE_BUDGET_MS}")
+            store.q(f"SET LOCAL lock_timeout = {MERGE_BUDGET_MS // 10}")
+            store.q("SELECT gin_clean_pending_list('memory_chunks_tsv'::regclass)")
     except errors.InsufficientPrivilege as exc:
         db.may_merge = False
         log.info("GIN pending list left to autovacuum: %s", exc.diag.message_primary)
-    except (errors.QueryCanceled, errors.LockNotAvailable) as exc:
-        log.warning("GIN pending list merge skipped: %s", exc.diag.message_primary)
-    db.inserted_chunks = 0
+    except psycopg.Error as exc:
+        if store.conn.broken or store.conn.closed:
+            raise
+        log.warning("GIN pending list merge skipped: %s", exc)

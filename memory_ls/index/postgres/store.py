@@ -36,6 +36,7 @@ class PgStore:
         self.ns = db.namespace
         self.cache = PgEmbeddingCache(conn, db.namespace)
         self.lines = PgLineVectors(self)
+        self.inserted_chunks = 0  # a writer store lives for one push: that push's chunks
         self._after_commit: list[Callable[[], None]] = []
         self._locked: set[str] = set()
         self._in_tx = False
@@ -319,7 +320,7 @@ class PgStore:
                 ids.append(cur.fetchone()[0])  # type: ignore[index]
                 if not cur.nextset():
                     break
-        self.db.inserted_chunks += len(ids)
+        self.inserted_chunks += len(ids)
         added = [(cid, known.get(c.hash)) for cid, c in zip(ids, chunks, strict=True)]
         self._put_vectors([(cid, b) for cid, b in added if b is not None])
         return added
@@ -372,7 +373,7 @@ class PgStore:
 
     def merge_keyword_postings(self) -> None:
         """After a keyword push: the GIN index's pending list (see ``keyword.merge_pending``)."""
-        keyword.merge_pending(self)
+        keyword.merge_pending(self, self.inserted_chunks)
 
     # -- search -----------------------------------------------------------------------------------
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:
