@@ -116,6 +116,22 @@ def scratch_database(url: str) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextmanager
+def schema_1_as(db_url: str, role: str) -> Iterator[Any]:
+    """Schema 1 written by ``role`` (pgvector created by the superuser of ``db_url``, CREATE on
+    ``public`` granted to the role); yields the connection inside that transaction, still
+    acting as the role, for what the role sets up beside it."""
+    import psycopg
+
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+        conn.execute(f'GRANT CREATE ON SCHEMA public TO "{role}"')
+        with conn.transaction():
+            conn.execute(f'SET LOCAL ROLE "{role}"')
+            schema_1(conn, "halfvec", extension=False)
+            yield conn
+
+
 def schema_1(conn: Any, vtype: str, *, extension: bool = True) -> None:
     """Write the schema of version 1, as a memory-ls before line vectors left it (``conn``: a
     psycopg connection inside a transaction, as the database's owner; ``extension``: create

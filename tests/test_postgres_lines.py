@@ -12,7 +12,7 @@ import pytest
 from conftest import write
 from http_stub import StubServer
 from model_util import ensure_test_model
-from pg_util import schema_1, scratch_database, shared_url, unique, with_database
+from pg_util import schema_1, schema_1_as, scratch_database, shared_url, unique, with_database
 from test_line_vectors import ANSWER, NOTE, QUESTION, long_note
 from test_postgres import rows, team
 
@@ -225,15 +225,10 @@ def test_an_upgrade_run_by_a_superuser_keeps_the_owner_and_forced_row_security(p
     rows(pg_url, f"CREATE ROLE \"{owner}\" LOGIN PASSWORD 'owner-pw-1'")
     try:
         with scratch_database(pg_url) as db_url:
-            with psycopg.connect(db_url, autocommit=True) as conn:
-                conn.execute("CREATE EXTENSION vector")
-                conn.execute(f'GRANT CREATE ON SCHEMA public TO "{owner}"')
-                with conn.transaction():
-                    conn.execute(f'SET LOCAL ROLE "{owner}"')
-                    schema_1(conn, "halfvec", extension=False)
-                    conn.execute("ALTER TABLE memory_vectors ENABLE ROW LEVEL SECURITY")
-                    conn.execute("ALTER TABLE memory_vectors FORCE ROW LEVEL SECURITY")
-                    conn.execute("CREATE POLICY own ON memory_vectors USING (ns = current_user)")
+            with schema_1_as(db_url, owner) as conn:
+                conn.execute("ALTER TABLE memory_vectors ENABLE ROW LEVEL SECURITY")
+                conn.execute("ALTER TABLE memory_vectors FORCE ROW LEVEL SECURITY")
+                conn.execute("CREATE POLICY own ON memory_vectors USING (ns = current_user)")
             PgDatabase(db_url, "superuser", "test").close()  # the upgrade, as a superuser
             state = "SELECT relowner::regrole::text, relrowsecurity, relforcerowsecurity FROM "
             state += "pg_class WHERE relname = %s"
@@ -258,13 +253,9 @@ def test_an_upgrade_that_may_not_hand_the_table_over_grants_the_owner_all(pg_url
     try:
         with scratch_database(pg_url) as db_url:
             name = db_url.rsplit("/", 1)[1]
-            with psycopg.connect(db_url, autocommit=True) as conn:
-                conn.execute("CREATE EXTENSION vector")
-                conn.execute(f'GRANT CREATE ON SCHEMA public TO "{runner}"')
-                with conn.transaction():
-                    conn.execute(f'SET LOCAL ROLE "{runner}"')
-                    schema_1(conn, "halfvec", extension=False)
-                conn.execute(f'ALTER TABLE memory_vectors OWNER TO "{owner}"')
+            with schema_1_as(db_url, runner):  # the runner's schema, nothing beside it
+                pass
+            rows(db_url, f'ALTER TABLE memory_vectors OWNER TO "{owner}"')
             PgDatabase(with_database(db_url, name, runner, f"pw-{runner}"), "ns", "test").close()
             state = "SELECT relowner::regrole::text FROM pg_class WHERE relname = %s"
             assert rows(db_url, state, "memory_chunk_lines") == [(runner,)]
