@@ -3,6 +3,7 @@ chunks/s, query latency, and query latency while another thread embeds chunks.
 
     python bench/embed_speed.py --baseline REV [--model PATH] [--chunks 48] [--rounds 3] [--busy]
     python bench/embed_speed.py --baseline-python OTHER/.venv/bin/python   # another build
+    python bench/embed_speed.py --weights file   # the defaults against local.weights = file
 
 The baseline revision is checked out with `git worktree` into a scratch folder (or, with
 --baseline-python, this tree runs under another environment's interpreter and so its
@@ -38,7 +39,10 @@ from pathlib import Path
 from memory_ls.settings import Settings
 from memory_ls.embeddings.local import open_local
 texts = json.loads(Path(sys.argv[3]).read_text())
-provider = open_local(Path(sys.argv[2]), Settings())
+settings = Settings()
+if sys.argv[5]:
+    settings.local.weights = sys.argv[5]
+provider = open_local(Path(sys.argv[2]), settings)
 tokens = sum(provider.count_tokens(t) for t in texts)
 provider.embed_documents(texts[:2])
 began = time.perf_counter()
@@ -87,9 +91,11 @@ def chunks(n: int) -> list[str]:
     return out
 
 
-def run_child(python: str, tree: Path, model: Path, texts_file: Path) -> dict[str, float]:
+def run_child(
+    python: str, tree: Path, model: Path, texts_file: Path, weights: str = ""
+) -> dict[str, float]:
     proc = subprocess.run(
-        [python, "-c", CHILD, str(tree), str(model), str(texts_file), QUERY],
+        [python, "-c", CHILD, str(tree), str(model), str(texts_file), QUERY, weights],
         capture_output=True,
         text=True,
         check=True,
@@ -106,6 +112,7 @@ def main() -> None:
         action="append",
         help="interpreter of another environment to compare (repeatable)",
     )
+    side.add_argument("--weights", help="compare this tree against it with this local.weights")
     ap.add_argument("--model", type=Path, default=None, help="GGUF model (default: the pulled one)")
     ap.add_argument("--chunks", type=int, default=48)
     ap.add_argument("--rounds", type=int, default=3)
@@ -122,10 +129,12 @@ def main() -> None:
                 + [args.baseline],
                 check=True,
             )
-            sides = {f"baseline {args.baseline}": (sys.executable, base)}
+            sides = {f"baseline {args.baseline}": (sys.executable, base, "")}
+        elif args.weights:
+            sides = {f"local.weights = {args.weights}": (sys.executable, REPO, args.weights)}
         else:
-            sides = {f"baseline {py}": (py, REPO) for py in args.baseline_python}
-        sides["this tree"] = (sys.executable, REPO)
+            sides = {f"baseline {py}": (py, REPO, "") for py in args.baseline_python}
+        sides["this tree"] = (sys.executable, REPO, "")
         busy = None
         try:
             texts_file = Path(tmp) / "texts.json"
@@ -135,8 +144,8 @@ def main() -> None:
                 time.sleep(0.5)
             runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
             for r in range(args.rounds):
-                for name, (python, tree) in sides.items():
-                    runs[name].append(run_child(python, tree, model, texts_file))
+                for name, (python, tree, weights) in sides.items():
+                    runs[name].append(run_child(python, tree, model, texts_file, weights))
                     print(f"round {r + 1} {name}: {runs[name][-1]}", file=sys.stderr)
         finally:
             if busy is not None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..settings import Settings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
+from .bf16_copy import weights_for
 from .models import GGUF_MAGIC, pulled_model, read_magic
 from .profile import ModelProfile, profile_from_metadata, tokenizer_hazard
 from .query_context import QueryContext
@@ -149,7 +150,18 @@ class LocalProvider:
         self._batch_threads = BatchThreads((fixed,)) if fixed else BatchThreads.auto()
         self._threads = self._query_threads
         self._set_threads = llama_cpp.llama_set_n_threads
-        self._llm: Any = _load(llama_cpp, path, settings.local.context_size, self._threads)
+        fingerprint = file_fingerprint(path)
+        # The copy is the same model (see bf16_copy.py): the key below stays the file's.
+        self.weights = weights_for(path, settings.local.weights, fingerprint, llama_cpp)
+        n_ctx = settings.local.context_size
+        try:
+            self._llm: Any = _load(llama_cpp, self.weights, n_ctx, self._threads)
+        except ProviderUnavailable as exc:
+            if self.weights == path:
+                raise
+            log.warning("local: %s; using %s as it is", exc, path)
+            self.weights = path
+            self._llm = _load(llama_cpp, path, n_ctx, self._threads)
         # Queries run on a context of their own, never behind an indexing batch.
         self._query_lock = threading.Lock()
         self._queries: QueryContext | None = _query_context(self._llm, llama_cpp, self._threads)
@@ -165,8 +177,7 @@ class LocalProvider:
         self.max_input_tokens = self._n_ctx - SPECIAL_TOKENS - self._passage_tokens
         self.max_input_bytes = self.max_input_tokens * BYTES_PER_TOKEN
         fingerprint = (
-            f"{file_fingerprint(path)}:ctx={self._n_ctx}:pool={self._llm.pooling_type()}"
-            f":win={self._window}"
+            f"{fingerprint}:ctx={self._n_ctx}:pool={self._llm.pooling_type()}:win={self._window}"
         )
         self.provider_key = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
 
