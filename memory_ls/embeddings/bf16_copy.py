@@ -1,9 +1,9 @@
 """A bfloat16 copy of a float16 model, for CPUs whose llama.cpp build multiplies bfloat16 natively.
 
 With AVX512-BF16 ggml's dot products take bfloat16 pairs in one instruction, where float16
-weights are widened to float32 first: all-MiniLM-L6-v2 embeds about 1.4x as many chunks a
-second and answers a query about 1.3x as fast from a bfloat16 copy (bench/embed_speed.py
---weights), and its vectors match the float16 file's at cosine 0.99998. So the copy keeps
+weights are widened to float32 first: all-MiniLM-L6-v2 embeds 1.3-1.4x as many chunks a
+second and answers a query 1.3-1.4x as fast from a bfloat16 copy (bench/embed_speed.py
+--weights file), and its vectors match the float16 file's at cosine 0.99998. So the copy keeps
 the file's identity: the same index and embedding cache serve both, and machines with and
 without the instruction share a team index.
 

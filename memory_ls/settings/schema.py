@@ -70,7 +70,7 @@ class LocalSettings:
     weights: str = setting(
         "auto",
         "`auto`: where llama.cpp was built for AVX512-BF16, a float16 model runs from a "
-        "bfloat16 copy made once in the cache folder (MiniLM: about 1.4x the chunks a second, "
+        "bfloat16 copy made once in the cache folder (MiniLM: 1.3-1.4x the chunks a second, "
         "the same vectors at cosine 0.99998, so the index is kept). `bf16`: that copy "
         "whatever the build. `file`: the file as it is.",
         choices=("auto", "bf16", "file"),
