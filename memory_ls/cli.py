@@ -153,7 +153,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"files       {st['files']}  chunks {st['chunks']}  {st['chunksBySource']}")
         print(f"mode        {st['mode']}" + (f"  ({st['providerReason']})" if not prov else ""))
         if prov:
-            print(f"provider    {prov['id']} {prov['model']} ({prov['dims']} dims)")
+            weights = f", {prov['weights']}" if "weights" in prov else ""
+            print(f"provider    {prov['id']} {prov['model']} ({prov['dims']} dims{weights})")
         print(
             f"pending     {st['pendingEmbeddings']} chunks without vectors, "
             f"{st['pendingLineVectors']} without line vectors"

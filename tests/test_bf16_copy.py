@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import llama_cpp
 import numpy as np
 import pytest
+from conftest import write
 from e5_util import ensure_e5_model
 from model_util import ensure_test_model
 
+from memory_ls.cli import main as cli_main
 from memory_ls.embeddings import bf16_copy
 from memory_ls.embeddings.local import LocalProvider, open_local
+from memory_ls.engine import MemoryEngine
+from memory_ls.engine.facade import provider_status
 from memory_ls.settings import Settings
 
 pytestmark = pytest.mark.model
@@ -118,3 +125,54 @@ def test_a_broken_copy_falls_back_to_the_file(caplog: pytest.LogCaptureFixture) 
         assert "using" in caplog.text and str(model) in caplog.text
     finally:
         p.close()
+
+
+def test_a_changed_model_file_replaces_its_old_copy(tmp_path: Path) -> None:
+    model = tmp_path / "models" / "minilm.gguf"
+    model.parent.mkdir()
+    shutil.copyfile(ensure_test_model(), model)
+    first = opened(model, "bf16")
+    first.close()
+    copies = bf16_copy.copies_dir()
+    # Names that are not an earlier copy of this file, whatever they look like.
+    keep = [
+        copies / "minilm-extra-0123456789abcdef.gguf",  # a model whose stem starts the same
+        copies / "other-0123456789abcdef.gguf",
+        copies / "minilm-0123456789abcdef.gguf.bak",
+        copies / f".{first.weights.name}.x1y2z3.tmp",  # another process's half-written copy
+    ]
+    for path in keep:
+        path.write_bytes(b"not ours to delete")
+    with model.open("ab") as fh:  # the file changes (a new conversion): a new fingerprint
+        fh.write(b"\0" * 64)
+    second = opened(model, "bf16")
+    try:
+        assert second.weights.parent == copies and second.weights != first.weights
+        assert not first.weights.exists()
+        assert sorted(copies.iterdir()) == sorted([second.weights, *keep])
+        assert sorted(model.parent.iterdir()) == [model]
+        assert second.embed_query(TEXTS[0]).shape == (384,)
+    finally:
+        second.close()
+    again = opened(model, "bf16")  # the current copy is kept, and so is everything else
+    again.close()
+    assert sorted(copies.iterdir()) == sorted([second.weights, *keep])
+
+
+def test_status_says_which_weights_the_local_model_runs_from(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = ensure_test_model()
+    for weights, shown in (("bf16", "bf16 copy"), ("file", "file")):
+        s = Settings(provider="local")
+        s.local.model_path = str(model)
+        s.local.weights = weights
+        with MemoryEngine(ws, s, index_path=tmp_path / f"{weights}.sqlite") as e:
+            prov = e.status()["provider"]
+        assert prov == {"id": "local", "model": model.stem, "dims": 384, "weights": shown}
+    remote = SimpleNamespace(id="openai", model="text-embedding-3-small", dims=1536)
+    assert "weights" not in provider_status(remote)
+    toml = f'provider = "local"\n[local]\nmodelPath = {json.dumps(str(model))}\nweights = "bf16"\n'
+    write(ws, ".memory-ls.toml", toml)
+    assert cli_main(["status", "-w", str(ws), "--index", str(tmp_path / "cli.sqlite")]) == 0
+    assert f"provider    local {model.stem} (384 dims, bf16 copy)" in capsys.readouterr().out

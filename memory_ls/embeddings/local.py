@@ -20,7 +20,7 @@ import numpy as np
 from ..settings import Settings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
 from .bf16_copy import weights_for
-from .models import GGUF_MAGIC, pulled_model, read_magic
+from .models import GGUF_MAGIC, gguf_value, pulled_model, read_magic
 from .profile import ModelProfile, profile_from_metadata, tokenizer_hazard
 from .query_context import QueryContext
 from .threads import BatchThreads, default_threads
@@ -422,6 +422,5 @@ def _diagnose(path: Path, exc: Exception) -> str:
         reader = gguf.GGUFReader(str(path))
     except Exception as read_exc:  # any parse failure means the file itself is broken
         return f"the file is corrupt or truncated ({read_exc})"
-    field = reader.fields.get("general.architecture")
-    arch = field.contents() if field is not None else "unknown"
+    arch = gguf_value(reader, "general.architecture") or "unknown"
     return f"llama.cpp cannot load this {arch!r} model ({exc}); it may need a newer llama.cpp"

@@ -52,6 +52,16 @@ def resolve_paths(settings: Settings, root: Path) -> Settings:
     return out
 
 
+def provider_status(p: EmbeddingProvider) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": p.id, "model": p.model, "dims": p.dims}
+    # Only the local model chooses its weights (embeddings/bf16_copy.py). Duck-typed: the
+    # factory imports embeddings.local only for engines that run a local model.
+    weights = getattr(p, "weights", None)
+    if isinstance(weights, Path):
+        out["weights"] = "file" if weights == getattr(p, "path", None) else "bf16 copy"
+    return out
+
+
 class MemoryEngine:
     def __init__(
         self,
@@ -245,7 +255,7 @@ class MemoryEngine:
             # Chunks whose lines still wait for their vectors (none when the index has
             # outgrown this client's query.lines.maxChunks: they are not embedded then).
             "pendingLineVectors": counts.get("pendingLineVectors", 0) if lines_on else 0,
-            "provider": {"id": p.id, "model": p.model, "dims": p.dims} if p else None,
+            "provider": provider_status(p) if p else None,
             "providerStats": p.stats.snapshot() if p and hasattr(p, "stats") else None,
             # Since this engine started: chunks whose vector came from the cache vs were embedded.
             **ix.totals,

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..embeddings.models import GGUF_MAGIC, read_magic
+from ..embeddings.models import GGUF_MAGIC, gguf_value, read_magic
 from ..embeddings.remote import ProviderStats
 from ..embeddings.threads import default_threads
 from ..settings import Settings
@@ -54,8 +54,7 @@ def check_reranker_file(path: Path) -> str:
 
         reader = gguf.GGUFReader(str(path))
         names = {t.name for t in reader.tensors}
-        field = reader.fields.get("general.architecture")
-        arch = str(field.contents()) if field is not None else "unknown"
+        arch = str(gguf_value(reader, "general.architecture") or "unknown")
     except Exception as exc:  # any parse failure means the file itself is broken
         raise RerankUnavailable(
             f"local rerank: {path} is corrupt or truncated ({type(exc).__name__}: {exc})"

@@ -99,7 +99,8 @@ export interface FolderStatus {
   files?: number;
   chunks?: number;
   chunksBySource?: Record<string, number>;
-  provider?: { id: string; model: string; dims?: number } | null;
+  /** `weights`: the local model's only, "file" or "bf16 copy" (its bfloat16 copy). */
+  provider?: { id: string; model: string; dims?: number; weights?: string } | null;
   mode?: string;
   providerReason?: string | null;
   fallbackReason?: string | null;

@@ -197,7 +197,7 @@ function folderSection(f: FolderStatus, heading: boolean): string[] {
   const prov = f.provider;
   const mode = modeLabel(f.mode ?? (prov ? 'hybrid' : 'keyword'));
   const modeDetail = prov
-    ? `${mode}: ${prov.id} ${prov.model}${prov.dims ? ` (${prov.dims} dims)` : ''}`
+    ? `${mode}: ${prov.id} ${prov.model}${prov.dims ? ` (${prov.dims} dims${prov.weights ? `, ${prov.weights}` : ''})` : ''}`
     : `${mode}${f.providerReason ? ` (${f.providerReason})` : ''}`;
   const bySource = f.chunksBySource
     ? Object.entries(f.chunksBySource)

@@ -84,6 +84,8 @@ test('statusMarkdown is a readable document', () => {
   assert.match(md, /\| Chunks \| 6 \(memory 6\) \|/);
   assert.match(md, /\| Last sync \| startup, at 2026-02-21T10:00:00Z, took 41 ms: 5 files, 5 indexed/);
   assert.match(md, /```json/);
+  const bf16 = statusMarkdown({ ...HYBRID, provider: { id: 'local', model: 'all-MiniLM-L6-v2', dims: 384, weights: 'bf16 copy' } });
+  assert.match(bf16, /\| Search mode \| hybrid: local all-MiniLM-L6-v2 \(384 dims, bf16 copy\) \|/);
   const kw = statusMarkdown({ ...KEYWORD, settingsProblems: ['query.maxResults: expected an integer | got "x"; ignored'] });
   assert.match(kw, /\| Search mode \| keyword-only \(no embedding model found/);
   assert.match(kw, /\*\*Settings problems\*\*\n\n- query\.maxResults/);

@@ -229,7 +229,9 @@ function M.status_lines(status, server)
     local prov = f.provider
     local mode = M.mode_label(f.mode or ((prov and prov ~= vim.NIL) and "hybrid" or "keyword"))
     if prov and prov ~= vim.NIL then
-      mode = string.format("%s: %s %s%s", mode, prov.id, prov.model, prov.dims and (" (" .. prov.dims .. " dims)") or "")
+      local weights = prov.weights and (", " .. prov.weights) or ""
+      local dims = prov.dims and (" (" .. prov.dims .. " dims" .. weights .. ")") or ""
+      mode = string.format("%s: %s %s%s", mode, prov.id, prov.model, dims)
     elseif f.providerReason and f.providerReason ~= vim.NIL then
       mode = mode .. " (" .. f.providerReason .. ")"
     end
