@@ -10,25 +10,30 @@ topic as real embeddings are, unlike uniform random vectors, the worst case for 
 
     python bench/pg.py --chunks 100000            # starts a PostgreSQL with tests/pg_server.sh
     python bench/pg.py --chunks 100000 --url postgresql://...   # or MEMORY_LS_PG_URL
+    python bench/pg.py --chunks 10000 --pooler    # and through PgBouncer in transaction mode
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import env_isolate, log, md_table, postgres  # noqa: E402
+from common import REPO, env_isolate, log, md_table, postgres  # noqa: E402
 from perf import Corpus, RandomProjectionProvider, lat  # noqa: E402
 
 
@@ -66,6 +71,11 @@ def measure(engine: Any, queries: list[str], clients: int) -> dict[str, Any]:
     res: dict[str, Any] = {"syncS": time.perf_counter() - t0, "embedded": report.embedded}
     res["chunks"] = engine.status()["chunks"]
     log(f"  synced {res['chunks']} chunks in {res['syncS']:.1f} s")
+    return res | searches(engine, queries, clients)
+
+
+def searches(engine: Any, queries: list[str], clients: int) -> dict[str, Any]:
+    res: dict[str, Any] = {}
     for mode in ("keyword", "hybrid"):
         for n in (1, clients):
             res[f"{mode}{n}"] = latencies(engine, queries, mode, n)
@@ -158,7 +168,29 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             out["hnsw"] = hnsw(url, e, queries, rp)
             h = out["hnsw"]
             log(f"  HNSW recall@10 {h['recall10']:.3f}, bulk build {h['bulkBuildS']:.1f} s")
+            if args.pooler:  # the direct side again, in the state the pooled side finds
+                log("postgres again, direct, after the bulk build:")
+                out["direct"] = searches(e, queries, args.clients)
+                log("postgres through PgBouncer (transaction mode, 3 server connections):")
+                with bouncer(url) as pooled:
+                    p = copy.deepcopy(s)
+                    p.store.postgres.url, p.store.postgres.pooler = pooled, "transaction"
+                    c = tmp / "c.sqlite"
+                    with MemoryEngine(tmp / "ws", p, provider=rp, index_path=c) as pe:
+                        pe.sync("bench")  # the local fallback index; pushes nothing
+                        out["pooled"] = searches(pe, queries, args.clients)
         return out
+
+
+@contextmanager
+def bouncer(url: str) -> Iterator[str]:
+    script = str(REPO / "tests" / "pg_server.sh")
+    folder = tempfile.mkdtemp(prefix="memory-ls-bench-bouncer-", dir="/tmp")
+    try:
+        cmd = ["bash", script, "bouncer", folder, url, sys.executable]
+        yield subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+    finally:
+        subprocess.run(["bash", script, "rm", folder])
 
 
 def report(r: dict[str, Any]) -> str:
@@ -170,6 +202,12 @@ def report(r: dict[str, Any]) -> str:
     for mode in ("keyword", "hybrid"):
         rows.append([f"{mode} p50 / p95, 1 client", fmt(a[f"{mode}1"]), fmt(b[f"{mode}1"])])
         rows.append([f"{mode} p50 / p95, {n} clients", fmt(a[f"{mode}{n}"]), fmt(b[f"{mode}{n}"])])
+    if "pooled" in r:
+        d, p = r["direct"], r["pooled"]
+        for mode in ("keyword", "hybrid"):
+            for k in (1, n):
+                label = f"{mode} x{k} after the bulk build: direct / through PgBouncer"
+                rows.append([label, "-", f"{fmt(d[f'{mode}{k}'])} / {fmt(p[f'{mode}{k}'])}"])
     h = r["hnsw"]
     rows.append(["vector recall@10 vs exact, passages", "1.000 (exact)", f"{h['recall10']:.3f}"])
     rows.append(
@@ -193,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--url", default=os.environ.get("MEMORY_LS_PG_URL", ""))
     ap.add_argument("--tmp", default=None, help="where the workspace is generated")
     ap.add_argument("--json", default=None)
+    ap.add_argument(
+        "--pooler",
+        action="store_true",
+        help="also search through PgBouncer in transaction mode in front of the same server "
+        "(tests/pg_server.sh bouncer; needs Debian's pgbouncer)",
+    )
     args = ap.parse_args(argv)
     with postgres(args.url) as url:
         res = run(args, url)

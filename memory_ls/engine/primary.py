@@ -102,6 +102,7 @@ class Primary:
                         timeout_ms=pg.timeout_ms,
                         pool_size=pg.pool_size,
                         claimant=self.claimant,
+                        pooler=pg.pooler,
                     )
                 except PRIMARY_ERRORS as exc:
                     self._down(exc)
@@ -156,6 +157,10 @@ class Primary:
         if not self.lock.acquire(timeout=wait_s):
             return None  # another push is running; it or the next one takes these paths
         try:
+            if db.pooler == "transaction":
+                # The writer has no short budget, and a pooler that lost its server holds
+                # statements for minutes: find that out within a search's budget first.
+                db.ping()
             self._push(pg_writer(db), indexer, paths, force, report)
         except PRIMARY_ERRORS as exc:
             self.failed(exc)
@@ -289,6 +294,7 @@ class Primary:
             "backend": "postgres",
             "url": redact(self.url) if self.url else None,
             "namespace": self.namespace,
+            "pooler": self.settings.store.postgres.pooler,
             "origin": self.origin,
             "answering": "postgres" if db is not None else "sqlite",
             "problem": self.problem,

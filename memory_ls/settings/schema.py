@@ -305,6 +305,16 @@ class PostgresSettings:
         minimum=0,
     )
     pool_size: int = setting(4, "Connections a language server keeps open for searches.", minimum=1)
+    pooler: str = setting(
+        "none",
+        "`transaction` when the URL points at a pooler in transaction mode (PgBouncer "
+        "`pool_mode = transaction`, Supabase's port 6543, Neon's `-pooler` host): statements "
+        "are not prepared, no startup options are sent, and a search's budget "
+        "(`timeoutMs`) is kept by the client, which cancels what runs past it (a pooler "
+        "holds statements while it cannot reach the server). `none`: a direct connection, "
+        "or a pooler in session mode.",
+        choices=("none", "transaction"),
+    )
 
 
 @dataclass

@@ -5,7 +5,8 @@ Readers borrow pooled connections whose every statement has the query budget
 (``statement_timeout``, ``tcp_user_timeout``), set when the connection is made: planner
 settings are never changed on a shared connection (psycopg prepares a statement after five runs,
 and a plan made under a changed setting would stick). The one writer connection has a longer
-budget: a sync may push thousands of chunks in one transaction.
+budget: a sync may push thousands of chunks in one transaction. A whole read also has the
+budget on the client's side (``deadline``), which is all there is behind a transaction pooler.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool
 
-from .errors import PrimaryUnavailable, describe
+from .deadline import Deadlines, Expired
+from .errors import PrimaryUnavailable, describe, redact
 from .migrations import Capabilities, migrate
 
 WRITER_TIMEOUT_MS = 600_000
@@ -58,17 +60,24 @@ class _VectorLoader(Loader):
         return np.frombuffer(bytes(data), dtype=">f4", count=dims, offset=4).astype(np.float32)
 
 
-def _options(url: str, timeout_ms: int) -> dict[str, Any]:
-    """Connection parameters: the URL's own, plus the budget appended to its ``options``."""
+def _options(url: str, timeout_ms: int, pooler: str) -> dict[str, Any]:
+    """Connection parameters: the URL's own, plus the budget appended to its ``options``.
+
+    A pooler in transaction mode gets neither: PgBouncer refuses startup options it does not
+    track, and a statement prepared on one server connection is unknown on the next."""
     params = conninfo.conninfo_to_dict(url)
-    extra = f"-c statement_timeout={timeout_ms}"
-    return {
+    opts: dict[str, Any] = {
         "autocommit": True,
         "connect_timeout": max(2, math.ceil(timeout_ms / 1000)),
         "tcp_user_timeout": timeout_ms,
         "application_name": params.get("application_name") or "memory-ls",
-        "options": f"{params.get('options', '')} {extra}".strip(),
     }
+    if pooler == "transaction":
+        opts["prepare_threshold"] = None
+    else:
+        extra = f"-c statement_timeout={timeout_ms}"
+        opts["options"] = f"{params.get('options', '')} {extra}".strip()
+    return opts
 
 
 class Session(Protocol):
@@ -79,7 +88,12 @@ class Session(Protocol):
     ns: str
 
     def q(
-        self, sql: str | psycopg.sql.Composed, params: Any = None, *, binary: bool = False
+        self,
+        sql: str | psycopg.sql.Composed,
+        params: Any = None,
+        *,
+        binary: bool = False,
+        prepare: bool | None = None,
     ) -> psycopg.Cursor[Any]: ...
 
 
@@ -93,6 +107,7 @@ class PgDatabase:
         timeout_ms: int = 2000,
         pool_size: int = 4,
         claimant: str = "",
+        pooler: str = "none",
     ):
         self.url = url
         self.namespace = namespace
@@ -101,6 +116,8 @@ class PgDatabase:
         # take over each other's claims, so a claim names the process as well as the folder.
         self.claimant = claimant or f"{origin} {uuid.uuid4().hex[:12]}"
         self.timeout_ms = timeout_ms
+        self.pooler = pooler
+        self.deadlines = Deadlines()
         self.model_key = ""  # the embedding model whose vectors this engine reads and writes
         self.lock = threading.Lock()
         self.terms: dict[tuple[str, bool], tuple[str, tuple[str, ...]]] = {}  # term -> tsquery
@@ -117,6 +134,9 @@ class PgDatabase:
         except psycopg.Error as exc:
             raise PrimaryUnavailable(describe(exc, url)) from None
         try:
+            # Through a pooler that has lost its server, the first statement would wait minutes.
+            with self.budget(conn):
+                conn.execute("SELECT 1")
             self.caps: Capabilities = migrate(conn, origin)
             self._vector_oid = TypeInfo.fetch(conn, "vector").oid  # type: ignore[union-attr]
             self._register(conn)
@@ -128,7 +148,7 @@ class PgDatabase:
             url,
             min_size=1,
             max_size=max(1, pool_size),
-            kwargs=_options(url, timeout_ms),
+            kwargs=_options(url, timeout_ms, pooler),
             configure=self._register,
             timeout=timeout_ms / 1000,
             open=False,
@@ -141,7 +161,7 @@ class PgDatabase:
             raise PrimaryUnavailable(describe(exc, url)) from None
 
     def _connect(self, timeout_ms: int) -> psycopg.Connection[Any]:
-        opts = _options(self.url, timeout_ms)
+        opts = _options(self.url, timeout_ms, self.pooler)
         opts["connect_timeout"] = max(2, math.ceil(self.timeout_ms / 1000))
         return psycopg.connect(self.url, **opts)
 
@@ -153,9 +173,19 @@ class PgDatabase:
     # -- connections --------------------------------------------------------------------------
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection for reading (``store.reader`` wraps it)."""
-        with self.pool.connection() as conn:
+        """A pooled connection for one read (``store.reader`` wraps it), within the budget."""
+        with self.pool.connection() as conn, self.budget(conn):
             yield conn
+
+    @contextmanager
+    def budget(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        """What ``conn`` runs in this block is cut off after the search budget."""
+        try:
+            with self.deadlines.guard(conn, self.timeout_ms / 1000):
+                yield
+        except Expired as exc:
+            why = f"PostgreSQL at {redact(self.url)}: too slow ({exc})"
+            raise PrimaryUnavailable(why) from None
 
     def writer_connection(self) -> psycopg.Connection[Any]:
         """The one writer connection (made again after it broke)."""
@@ -168,7 +198,7 @@ class PgDatabase:
         return self._writer
 
     def ping(self) -> None:
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             conn.execute("SELECT 1")
 
     # -- shared caches --------------------------------------------------------------------------
@@ -176,6 +206,7 @@ class PgDatabase:
         return time.monotonic() - when < STATS_SECONDS
 
     def close(self) -> None:
+        self.deadlines.close()
         with contextlib.suppress(Exception):
             if hasattr(self, "pool"):
                 self.pool.close(timeout=1.0)

@@ -51,7 +51,10 @@ def describe(exc: BaseException, url: str) -> str:
         return scrub(str(exc), url)
     first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
     low = str(exc).lower()
-    if "password authentication failed" in low or "no password supplied" in low:
+    if "unsupported startup parameter" in low or ("prepared statement" in low and "exist" in low):
+        # What PgBouncer in transaction mode says to a client that expects a session.
+        kind = "a pooler in transaction mode? set store.postgres.pooler = transaction"
+    elif "password authentication failed" in low or "no password supplied" in low:
         kind = "bad credentials"
     elif "does not exist" in low and "database" in low:
         kind = "no such database"

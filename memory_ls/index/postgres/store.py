@@ -43,10 +43,17 @@ class PgStore:
         self._pending_after = 0  # where the next pending_chunks call resumes
 
     def q(
-        self, sql: str | psycopg.sql.Composed, params: Any = None, *, binary: bool = False
+        self,
+        sql: str | psycopg.sql.Composed,
+        params: Any = None,
+        *,
+        binary: bool = False,
+        prepare: bool | None = None,
     ) -> psycopg.Cursor[Any]:
-        """Run one statement; ``binary`` for rows carrying vectors (no text round trip)."""
-        return self.conn.execute(sql, params, binary=binary)
+        """Run one statement; ``binary`` for rows carrying vectors (no text round trip),
+        ``prepare=False`` for one whose plan must see its parameters (psycopg prepares a
+        statement after five runs, and PostgreSQL may then run a generic plan)."""
+        return self.conn.execute(sql, params, binary=binary, prepare=prepare)
 
     # -- lifecycle and transactions -----------------------------------------------------------
     @contextmanager

@@ -99,11 +99,14 @@ def knn(store: Session, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         if store.db.caps.iterative_scan:
             store.q("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
         store.q("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(EF_SEARCH_MIN, 2 * k)),))
+        # Never prepared: PostgreSQL's generic plan of it (chosen after psycopg prepared it)
+        # ran 3.5x slower than a plan made for the parameters (bench/pg.py --pooler).
         rows = store.q(
             f"SELECT chunk_id, embedding::{vt}({dims}) <=> %s::{vt}({dims}) AS d "
             f"FROM memory_vectors WHERE dims = {dims} AND ns = %s AND model = %s "
             "ORDER BY d LIMIT %s",
             (Vector(query), store.ns, store.db.model_key, k),
+            prepare=False,
         ).fetchall()
     return sorted(((int(i), float(d)) for i, d in rows), key=lambda r: (r[1], r[0]))
 
