@@ -184,12 +184,16 @@ EVAL_CACHE = REPO / ".cache" / "eval"
 
 
 def real_embeddings(
-    model: Path, sets: Sequence[str] = ("scifact-train", "locomo-dev"), queries: int = 200
+    model: Path,
+    sets: Sequence[str] = ("scifact-train", "locomo-dev"),
+    queries: int = 200,
+    extra: Sequence[str] = (),
 ) -> tuple[Any, Any]:
     """(data, queries): every chunk and line vector that ``bench/eval.py`` cached for these
     sets with the local ``model`` (real embeddings of real text, float32 unit rows; run the
-    eval first), and the embeddings of up to ``queries`` of the sets' own questions, spread
-    evenly over them. English sets: MiniLM reads Chinese as [UNK]."""
+    eval first), then those of the ``extra`` texts, and the embeddings of up to ``queries`` of
+    the sets' own questions, spread evenly over them. English sets: MiniLM reads Chinese as
+    [UNK]."""
     import numpy as np
 
     from memory_ls.embeddings.local import open_local
@@ -218,8 +222,13 @@ def real_embeddings(
                 conn.close()
         with (EVAL_DIR / s / "queries.jsonl").open() as f:
             texts += [json.loads(line)["query"] for line in f]
+    for i in range(0, len(extra), 256):
+        parts.append(np.asarray(provider.embed_documents(list(extra[i : i + 256])), np.float32))
+        if i % 10240 == 0:
+            log(f"  embedded {i + len(extra[i : i + 256])} of {len(extra)} extra texts")
     data = np.concatenate(parts)
     picked = texts[:: max(1, len(texts) // queries)][:queries]
-    q = np.stack([provider.embed_query(t) for t in picked]).astype(np.float32)
+    q = np.stack([provider.embed_query(t) for t in picked] or [np.zeros(provider.dims)])
+    q = q[: len(picked)].astype(np.float32)
     provider.close()
-    return data, q / np.linalg.norm(q, axis=1, keepdims=True)
+    return data, q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)

@@ -6,12 +6,15 @@ memory_ls/index/postgres/vectors.py over two kinds of vectors, side by side in o
 - ``bench``: bench/perf.py's random-projection vectors of its synthetic chunks (a third of every
   chunk is the same function words, so every vector points nearly the same way);
 - ``real``: the real all-MiniLM-L6-v2 vectors bench/eval.py cached for SciFact and LoCoMo
-  (chunks and lines, about 59k whatever ``--n`` says), queried with the sets' own questions.
+  (chunks and lines, about 59k whatever ``--n`` says), queried with the sets' own questions;
+- ``real+docs``: the same, plus lines of prose from the docstrings of Python's standard library
+  embedded with the same model, up to ``--n`` vectors in all (real text of another kind, as a
+  team index holds many people's notes), queried with the same questions.
 
 Each set goes into a scratch table with the engine's column type (``halfvec`` on pgvector >= 0.7),
 its partial HNSW index (cosine, default m 16 / ef_construction 64) and its filtered query
 (namespace and model, iterative scan ``relaxed_order``), then recall@10 of held-out queries
-against exact float32 search, for several ``hnsw.ef_search`` values (the engine uses 100).
+against exact float32 search, for several ``hnsw.ef_search`` values (the engine uses 200).
 
     python bench/hnsw_recall.py [--n 100000] [--queries 200] [--sets mixture,bench,real]
 
@@ -70,6 +73,32 @@ def bench_vectors(n: int, q: int, seed: int = 11) -> tuple[np.ndarray, dict[str,
     return vecs[held[q:]], {"held-out chunks": vecs[held[:q]], "300-char prefixes": prefixes}
 
 
+def stdlib_prose(n: int) -> list[str]:
+    """Up to ``n`` distinct lines of prose (40+ characters, mostly letters) from the
+    docstrings of Python's standard library, in a fixed order."""
+    import ast
+    import sysconfig
+
+    out: dict[str, None] = {}
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
+        if "test" in path.parts or "idlelib" in path.parts:
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, OSError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                for line in (ast.get_docstring(node) or "").splitlines():
+                    line = line.strip()
+                    letters = sum(c.isalpha() or c == " " for c in line)
+                    if len(line) >= 40 and letters >= 0.85 * len(line):
+                        out[line] = None
+                        if len(out) >= n:
+                            return list(out)
+    return list(out)
+
+
 def exact_top(data: np.ndarray, queries: np.ndarray) -> np.ndarray:
     sims = queries @ data.T
     return np.argsort(-sims, axis=1)[:, :K]
@@ -82,7 +111,7 @@ def literal(v: np.ndarray) -> str:
 def run_set(
     conn, name: str, data: np.ndarray, query_sets: dict[str, np.ndarray], vt: str
 ) -> list[dict]:
-    table = f"hnsw_recall_{name}"
+    table = f"hnsw_recall_{name.replace('+', '_')}"
     conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute(
         f"CREATE TABLE {table} (id bigint PRIMARY KEY, ns text NOT NULL, model text NOT NULL, "
@@ -170,11 +199,15 @@ def main() -> int:
             rows: list[dict] = []
             for name in args.sets.split(","):
                 log(f"generating {name}: {args.n} vectors")
-                if name == "real":
+                if name in ("real", "real+docs"):
                     model = find_default_model()
                     if model is None:
                         raise SystemExit("no local model: memory-ls model pull")
                     data, asked = real_embeddings(model, queries=args.queries)
+                    if name == "real+docs" and len(data) < args.n:
+                        extra = stdlib_prose(args.n - len(data))
+                        log(f"  {len(data)} vectors of the sets, {len(extra)} docstring lines")
+                        data = np.concatenate([data, real_embeddings(model, (), 0, extra)[0]])
                     queries = {"the sets' questions": asked}
                 else:
                     make = mixture if name == "mixture" else bench_vectors
