@@ -227,7 +227,7 @@ def real_embeddings(
         if i % 10240 == 0:
             log(f"  embedded {i + len(extra[i : i + 256])} of {len(extra)} extra texts")
     data = np.concatenate(parts)
-    picked = texts[:: max(1, len(texts) // queries)][:queries]
+    picked = texts[:: max(1, len(texts) // max(queries, 1))][:queries]
     q = np.stack([provider.embed_query(t) for t in picked] or [np.zeros(provider.dims)])
     q = q[: len(picked)].astype(np.float32)
     provider.close()
