@@ -259,6 +259,35 @@ def test_a_query_runs_beside_an_indexing_batch(provider: LocalProvider) -> None:
     assert latency < 1.0
 
 
+def test_queries_measure_every_thread_count_and_agree(model_path: Path) -> None:
+    """With local.threads 0 the query context tries each thread count and keeps the faster
+    (on 2 cores: one, or both when the other is idle); the vector does not depend on it."""
+    p = open_local(model_path, Settings())
+    try:
+        picks = p._query_pick.choices
+        question = "when does the nightly deployment pipeline run?"
+        seen: dict[int, np.ndarray] = {}
+        assert p._queries is not None
+        for _ in range(len(picks) + 14):  # every count once, then the faster, then a probe
+            v = p.embed_query(question)
+            seen[p._queries.threads] = v
+        assert set(p._query_pick.rates) == set(seen) == set(picks)
+        assert p._query_pick.probes >= (len(picks) > 1)
+        for v in seen.values():
+            np.testing.assert_allclose(v, seen[picks[0]], atol=1e-5)
+    finally:
+        p.close()
+    fixed = Settings()
+    fixed.local.threads = 1
+    p = open_local(model_path, fixed)
+    try:
+        p.embed_query("a question")
+        assert p._query_pick.choices == (1,) and p._queries is not None
+        assert p._queries.threads == 1
+    finally:
+        p.close()
+
+
 def test_a_long_query_takes_the_indexing_context(provider: LocalProvider) -> None:
     from memory_ls.embeddings.query_context import QUERY_TOKENS
 

@@ -33,12 +33,18 @@ class QueryContext:
         params.n_seq_max = 1
         params.n_ctx = params.n_batch = params.n_ubatch = min(QUERY_TOKENS, int(llm.n_batch))
         params.n_threads = params.n_threads_batch = threads
+        self.threads = threads
         self.max_tokens = int(params.n_batch)
         self.dims = int(llm.n_embd())
         self._ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self._batch = _internals.LlamaBatch(
             n_tokens=self.max_tokens, embd=0, n_seq_max=1, verbose=False
         )
+
+    def set_threads(self, threads: int) -> None:
+        if threads != self.threads:
+            self._llama_cpp.llama_set_n_threads(self._ctx.ctx, threads, threads)
+            self.threads = threads
 
     def embed(self, tokens: Sequence[int]) -> np.ndarray:
         """The pooled vector of one input of at most ``max_tokens`` tokens (not normalised)."""

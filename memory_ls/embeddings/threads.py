@@ -27,10 +27,11 @@ def usable_cores() -> int:
 
 
 def default_threads() -> int:
-    """Threads for queries: all usable cores but one, at least 1, at most 8.
+    """All usable cores but one, at least 1, at most 8: the threads a query starts with, and
+    the fewer of the two counts ``BatchThreads.auto`` measures.
 
-    A query is a few dozen tokens (2-4 ms on one thread), and keeping a core free keeps it that
-    fast while another process (or an indexing batch elsewhere) is busy.
+    A query is a few dozen tokens, and keeping a core free keeps it fast while another process
+    (or an indexing batch elsewhere) is busy; on an idle machine all cores are faster.
     """
     return max(1, min(usable_cores() - 1, MAX_THREADS))
 
