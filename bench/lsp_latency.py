@@ -404,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(result))
     for key in ("search", "symbol", "edit"):
         v = result[key]
+        if not v:  # --edits 0
+            continue
         print(f"<!-- {key}: n={len(v)} mean={statistics.mean(v):.1f} max={max(v):.1f} -->")
     return 0
 

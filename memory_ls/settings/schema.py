@@ -61,8 +61,8 @@ class LocalSettings:
     )
     threads: int = setting(
         0,
-        "llama.cpp threads. 0: queries use all usable cores but one (at least 1, at most 8); "
-        "indexing batches measure that and all cores and keep the faster (all cores on an idle "
+        "llama.cpp threads. 0: indexing batches and queries each measure all usable cores but "
+        "one (at least 1, at most 8) and all cores, and keep the faster (all cores on an idle "
         "machine, one fewer as soon as another process holds a core).",
         minimum=0,
     )
