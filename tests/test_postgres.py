@@ -103,6 +103,18 @@ def test_password_never_shown():
     assert "bad credentials" in msg and "s3cr3t-pw" not in msg and "db.internal" in msg
 
 
+def test_what_a_transaction_pooler_says_names_the_setting():
+    url = "postgresql://memory:s3cr3t-pw@pooler.internal:6543/memory"
+    for text in (
+        "connection failed: FATAL:  unsupported startup parameter: options",
+        'prepared statement "_pg3_0" does not exist',
+        'prepared statement "_pg3_2" already exists',
+    ):
+        msg = describe(psycopg.OperationalError(text), url)
+        assert "store.postgres.pooler = transaction" in msg and "s3cr3t-pw" not in msg
+    assert "store.postgres" not in describe(psycopg.OperationalError("connection refused"), url)
+
+
 def test_pgvector_versions():
     with pytest.raises(Exception, match="0.4.4 is too old"):
         vector_type_for("0.4.4")
