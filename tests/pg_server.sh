@@ -15,8 +15,8 @@
 # only, has no Unix socket and runs with fsync off: test data, never real data.
 set -euo pipefail
 
-cmd=${1:?usage: pg_server.sh up|down|rm DIR [PYTHON]}
-dir=${2:?usage: pg_server.sh up|down|rm DIR [PYTHON]}
+cmd=${1:?usage: pg_server.sh up|down|rm|bouncer DIR [URL] [PYTHON]}
+dir=${2:?usage: pg_server.sh up|down|rm|bouncer DIR [URL] [PYTHON]}
 sys_user=memory-ls-pg
 
 as_owner() {
@@ -89,6 +89,7 @@ bouncer)
   }
   mkdir -p "$dir/bouncer"
   chmod 755 "$dir"
+  umask 077  # userlist.txt holds the superuser's password
   # A small pool, so that the clients of a test share server connections between transactions
   # (what breaks a client that keeps session state); a server that is gone makes statements wait
   # query_wait_timeout, which the client's own budget must beat.
@@ -127,6 +128,18 @@ EOF_PY
   fi
   chmod 600 "$dir/bouncer/userlist.txt"
   as_owner pgbouncer -d -q "$dir/bouncer/pgbouncer.ini"
+  # -d returns before the daemon listens: wait for it, and say why when it never does.
+  port=$(sed -n 's/^listen_port = //p' "$dir/bouncer/pgbouncer.ini")
+  "$py" - "$port" <<'EOF_PY' || { cat "$dir/bouncer/pgbouncer.log" >&2; exit 1; }
+import socket, sys, time
+for _ in range(100):
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit("pg_server.sh: pgbouncer did not start listening")
+EOF_PY
   ;;
 rm)
   if [ -f "$dir/bouncer/pgbouncer.pid" ]; then

@@ -157,11 +157,13 @@ class Primary:
         if not self.lock.acquire(timeout=wait_s):
             return None  # another push is running; it or the next one takes these paths
         try:
+            store = pg_writer(db)
             if db.pooler == "transaction":
-                # The writer has no short budget, and a pooler that lost its server holds
+                # The writer has no short budget, and a pooler that lost its server may hold
                 # statements for minutes: find that out within a search's budget first.
-                db.ping()
-            self._push(pg_writer(db), indexer, paths, force, report)
+                with db.budget(store.conn):
+                    store.q("SELECT 1")
+            self._push(store, indexer, paths, force, report)
         except PRIMARY_ERRORS as exc:
             self.failed(exc)
             return None

@@ -124,10 +124,11 @@ class Searcher:
         if db is None:
             return None
         qvec, why = self._query_vector(req, rebuilding=False, use=True)
+        # Before the read: it may wait for a push and embed, which is not the read's budget.
+        calibrate = qvec is not None and qs.calibrate != "off"
+        reference = primary.reference_vectors(db) if calibrate else None
 
         def answer(store: IndexBackend) -> Outcome:
-            calibrate = qvec is not None and qs.calibrate != "off"
-            reference = primary.reference_vectors(db) if calibrate else None
             return self._run(store, SqliteVecIndex(store), qvec, req, qs, reference)
 
         out = primary.read(answer)

@@ -5,8 +5,9 @@ Readers borrow pooled connections whose every statement has the query budget
 (``statement_timeout``, ``tcp_user_timeout``), set when the connection is made: planner
 settings are never changed on a shared connection (psycopg prepares a statement after five runs,
 and a plan made under a changed setting would stick). The one writer connection has a longer
-budget: a sync may push thousands of chunks in one transaction. A whole read also has the
-budget on the client's side (``deadline``), which is all there is behind a transaction pooler.
+budget: a sync may push thousands of chunks in one transaction. Behind a transaction pooler
+no ``statement_timeout`` is sent; there, and in direct mode too, a whole read also has the
+budget on the client's side (``deadline``).
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ class PgDatabase:
             self._register(conn)
         except BaseException:
             conn.close()
+            self.deadlines.close()
             raise
         self._writer = conn
         self.pool: ConnectionPool[Any] = ConnectionPool(

@@ -33,9 +33,21 @@ GRACE_S = 0.5  # after a cancel: long enough for a server's QueryCanceled to arr
 @dataclass
 class _Watch:
     conn: psycopg.Connection[Any]
+    fd: int  # our own duplicate of the socket: libpq may close its number and it be reused
     lock: threading.Lock = field(default_factory=threading.Lock)
     active: bool = True  # the read is still running (under ``lock``)
     fired: bool = False  # the budget ran out and the statement was cancelled
+    shut: bool = False  # ... and then the socket was shut down
+
+    def shut_down(self) -> None:
+        """Wake the reading thread with an error at once (the caller holds ``lock``)."""
+        if self.fd >= 0 and not self.shut:
+            self.shut = True
+            with (
+                contextlib.suppress(OSError),
+                socket.fromfd(self.fd, socket.AF_INET, socket.SOCK_STREAM) as sock,
+            ):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class Expired(Exception):
@@ -57,7 +69,11 @@ class Deadlines:
     def guard(self, conn: psycopg.Connection[Any], seconds: float) -> Iterator[None]:
         """Cut off whatever ``conn`` runs in this block once ``seconds`` have passed;
         a statement cut off raises ``Expired``."""
-        watch = _Watch(conn)
+        try:
+            fd = os.dup(conn.pgconn.socket)
+        except (OSError, psycopg.Error):
+            fd = -1
+        watch = _Watch(conn, fd)
         self._push(time.monotonic() + seconds, watch)
         try:
             yield
@@ -68,11 +84,24 @@ class Deadlines:
         finally:
             with watch.lock:  # waits for a cut-off in progress: never one on a reused connection
                 watch.active = False
+                if fd >= 0:
+                    os.close(fd)
+                watch.fd = -1
+            if watch.shut:  # never back into the pool, even if nothing read from it since
+                with contextlib.suppress(Exception):
+                    conn.close()
 
     def close(self) -> None:
+        """Stop watching; reads still running are cut off now rather than never."""
         with self._cond:
             self._closed = True
+            watches, self._heap = [w for _, _, w in self._heap], []
             self._cond.notify()
+        for watch in watches:
+            with watch.lock:
+                if watch.active:
+                    watch.fired = True
+                    watch.shut_down()
 
     def _push(self, when: float, watch: _Watch) -> None:
         with self._cond:
@@ -112,8 +141,5 @@ class Deadlines:
                 except Exception as exc:  # the pooler or server may not take cancel requests
                     log.debug("cancel request failed: %s", exc)
                 return True
-            with contextlib.suppress(OSError, ValueError, psycopg.Error):
-                fd = watch.conn.pgconn.socket
-                with socket.socket(fileno=os.dup(fd)) as sock:
-                    sock.shutdown(socket.SHUT_RDWR)
+            watch.shut_down()
             return False
