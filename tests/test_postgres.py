@@ -89,6 +89,28 @@ def by_primary(resp) -> bool:
     return "team index unavailable" not in (resp.fallback_reason or "")
 
 
+def searched_during_rebuilds(reader: MemoryEngine, query: str, engines) -> list:
+    """``reader``'s answers to ``query``, asked over and over while every one of ``engines``
+    runs a forced rebuild of the namespace at the same time."""
+    stop = threading.Event()
+    answers: list = []
+
+    def read() -> None:
+        while not stop.is_set():
+            answers.append(reader.search(query, min_score=0))
+
+    t_read = threading.Thread(target=read)
+    t_read.start()
+    ts = [threading.Thread(target=e.sync, kwargs={"force": True}) for e in engines]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    stop.set()
+    t_read.join(10)
+    return answers
+
+
 # -- pure parts ---------------------------------------------------------------------------------
 
 
@@ -365,23 +387,9 @@ def test_forced_rebuilds_serialised_readers_answer(pg_url, tmp_path):
     a, b = write_notes(tmp_path / "a", notes), write_notes(tmp_path / "b", notes)
     with MemoryEngine(a, team(pg_url, ns)) as ea, MemoryEngine(b, team(pg_url, ns)) as eb:
         ea.sync()
-        stop = threading.Event()
-        answers: list[int] = []
-
-        def read() -> None:
-            while not stop.is_set():
-                answers.append(len(eb.search("rebuild topic", min_score=0).results))
-
-        reader = threading.Thread(target=read)
-        reader.start()
-        ts = [threading.Thread(target=e.sync, kwargs={"force": True}) for e in (ea, eb)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join(60)
-        stop.set()
-        reader.join(10)
-        assert answers and min(answers) > 0  # never an empty answer during the rebuilds
+        answers = searched_during_rebuilds(eb, "rebuild topic", (ea, eb))
+        # never an empty answer during the rebuilds
+        assert answers and min(len(r.results) for r in answers) > 0
         (n,) = rows(pg_url, "SELECT count(*) FROM memory_chunks WHERE ns = %s", ns)[0]
         assert n == 60
 

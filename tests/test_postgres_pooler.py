@@ -8,14 +8,21 @@ through one exactly as it does directly, and keeps a search's budget on its own 
 
 from __future__ import annotations
 
-import threading
 import time
 
 import psycopg
 import pytest
 from http_stub import StubServer
 from pg_util import PgServer, bouncer, require_server_binaries, shared_url, unique
-from test_postgres import NOTES, by_primary, paths, rows, team, write_notes
+from test_postgres import (
+    NOTES,
+    by_primary,
+    paths,
+    rows,
+    searched_during_rebuilds,
+    team,
+    write_notes,
+)
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.index.postgres import PgDatabase, PrimaryUnavailable
@@ -67,24 +74,8 @@ def test_through_the_pooler_as_through_the_server(pooled, tmp_path):
         ea.sync()
         assert "memory/agent.md" not in paths(eb.search("ccache build times", min_score=0))
 
-        answers: list[bool] = []
-        stop = threading.Event()
-
-        def read() -> None:
-            while not stop.is_set():
-                r = eb.search("token bucket", min_score=0)
-                answers.append(by_primary(r) and bool(r.results))
-
-        reader = threading.Thread(target=read)
-        reader.start()
-        ts = [threading.Thread(target=e.sync, kwargs={"force": True}) for e in (ea, eb)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join(60)
-        stop.set()
-        reader.join(10)
-        assert answers and all(answers)
+        answers = searched_during_rebuilds(eb, "token bucket", (ea, eb))
+        assert answers and all(by_primary(r) and r.results for r in answers)
         for eng in (ea, eb):
             st = eng.status()["store"]
             assert st["answering"] == "postgres" and st["problem"] is None
