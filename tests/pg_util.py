@@ -26,8 +26,6 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 PG_ENV = "MEMORY_LS_TEST_PG_URL"
-# "transaction" when PG_ENV points at a pooler in transaction mode (tests/pg_server.sh bouncer)
-POOLER_ENV = "MEMORY_LS_TEST_PG_POOLER"
 SCRIPT = Path(__file__).with_name("pg_server.sh")
 HOW = (
     f"set {PG_ENV} to a PostgreSQL superuser URL whose server has pgvector, or "

@@ -8,7 +8,6 @@ without the password.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -17,7 +16,6 @@ import psycopg
 import pytest
 from http_stub import StubServer
 from pg_util import (
-    POOLER_ENV,
     PgServer,
     require_server_binaries,
     schema_1,
@@ -68,7 +66,6 @@ def team(url: str, namespace: str, stub: StubServer | None = None, **pg: object)
     s.store.backend = "postgres"
     s.store.postgres.url = url
     s.store.postgres.namespace = namespace
-    s.store.postgres.pooler = os.environ.get(POOLER_ENV, "none")
     for key, value in pg.items():
         setattr(s.store.postgres, key, value)
     return s
