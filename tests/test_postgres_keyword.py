@@ -21,8 +21,8 @@ from memory_ls.index.postgres.keyword import MERGE_AFTER
 
 PENDING = "SELECT gin_clean_pending_list('memory_chunks_tsv'::regclass)"  # pages it merged
 TABLES = (
-    "memory_meta, memory_files, memory_chunks, memory_vectors, memory_chunk_lines, "
-    "memory_embed_claims, memory_embedding_cache"
+    "memory_meta, memory_files, memory_file_texts, memory_chunks, memory_vectors, "
+    "memory_chunk_lines, memory_embed_claims, memory_embedding_cache"
 )
 
 

@@ -19,6 +19,7 @@ from test_postgres import rows, team
 from memory_ls.engine import MemoryEngine
 from memory_ls.index.line_vectors import ChunkLines
 from memory_ls.index.postgres import store as pg_store
+from memory_ls.index.postgres.migrations import SCHEMA_VERSION
 from memory_ls.index.rows import to_blob
 from memory_ls.settings import Settings
 
@@ -210,6 +211,10 @@ def test_roles_per_namespace_keep_working_after_the_upgrade(pg_url, tmp_path: Pa
             assert n[0][0] >= 3
             assert rows(urls[roles[0]], mine) == [(roles[0], n[0][0])]
             assert [ns for ns, _ in rows(urls[roles[1]], mine)] == [roles[1]]
+            # Version 3's texts got memory_files' grants and policies the same way.
+            texts = "SELECT DISTINCT ns FROM memory_file_texts"
+            assert [rows(urls[r], texts) for r in roles] == [[(r,)] for r in roles]
+            assert len(rows(db_url, texts)) == 2
     finally:
         for r in roles:
             rows(pg_url, f'DROP ROLE IF EXISTS "{r}"')
@@ -264,7 +269,8 @@ def test_an_upgrade_that_may_not_hand_the_table_over_grants_the_owner_all(pg_url
                 assert rows(db_url, may, owner, privilege) == [(True,)]
             owner_url = with_database(db_url, name, owner, f"pw-{owner}")
             assert rows(owner_url, "SELECT count(*) FROM memory_chunk_lines") == [(0,)]
-            assert rows(db_url, "SELECT max(version) FROM memory_ls_migrations") == [(2,)]
+            latest = "SELECT max(version) FROM memory_ls_migrations"
+            assert rows(db_url, latest) == [(SCHEMA_VERSION,)]
     finally:
         for r in (runner, owner):
             rows(pg_url, f'DROP ROLE IF EXISTS "{r}"')

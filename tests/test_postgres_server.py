@@ -14,6 +14,7 @@ from test_server import (  # the same harness as the single-server tests
     make_workspace,
     open_doc,
     paths,
+    request,
     search,
     start,  # noqa: F401  (a fixture)
     status,
@@ -71,3 +72,22 @@ async def test_two_servers_share_saved_notes_not_buffers(
     assert st["store"]["answering"] == "postgres" and st["store"]["problem"] is None
     password = url.split("@")[0].rsplit(":", 1)[1]
     assert password not in str(st)
+
+    # The note is not on b's disk: b shows it from the team index, read-only, through a
+    # memory-ls: URI that memory/get, definition and hover all understand.
+    hit = next(h for h in (await search(cb, "quokka migration"))["results"])
+    assert hit["remote"] is True and hit["uri"] == "memory-ls://" + str(b / "memory/fresh.md")
+    got = await request(cb, "memory/get", {"path": hit["uri"], "from": 3, "lines": 1})
+    assert got["text"] == "The quokka migration is scheduled." and got["remote"] is True
+    assert got["uri"] == hit["uri"]
+    citing = "See memory/fresh.md#L3 for the date.\n"
+    td = types.TextDocumentIdentifier(uri=open_doc(cb, write(b, "notes/plan.md", citing)))
+    where = types.Position(line=0, character=8)
+    locs = await cb.text_document_definition_async(
+        types.DefinitionParams(text_document=td, position=where)
+    )
+    assert locs and locs[0].uri == hit["uri"] and locs[0].range.start.line == 2
+    hov = await cb.text_document_hover_async(types.HoverParams(text_document=td, position=where))
+    assert hov and "quokka migration is scheduled" in hov.contents.value
+    syms = await cb.workspace_symbol_async(types.WorkspaceSymbolParams(query="quokka migration"))
+    assert syms and syms[0].location.uri == hit["uri"]

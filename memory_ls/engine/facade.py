@@ -24,7 +24,7 @@ from ..search.results import Excerpt, SearchResponse
 from ..search.vector import VectorIndex
 from ..settings import Settings
 from ..settings import load as load_settings
-from ..workspace import Workspace
+from ..workspace import PathError, Workspace
 from .excerpts import excerpt, read_text
 from .indexer import Indexer, default_index_path
 from .providers import AUTO, ProviderPolicy
@@ -201,6 +201,9 @@ class MemoryEngine:
         resp = self.searcher.search(request)
         for hit in resp.results:
             hit.file = self.workspace.outside_file(hit.path)
+            # A team index finds files of other machines too: editors open those read-only.
+            if self.primary is not None:
+                hit.remote = not (hit.file or self.root / hit.path).exists()
         return resp
 
     def read_text(self, path: str | Path) -> tuple[str, list[int] | None]:
@@ -221,9 +224,21 @@ class MemoryEngine:
             start, lines = cite.start, cite.end - cite.start + 1
         if (start is not None and start < 1) or (lines is not None and lines < 1):
             raise ValueError("from and lines must be positive")
-        text, line_map = self.read_text(path)
-        ex = excerpt(self.workspace.relative(path), text, line_map, start, lines)
+        rel = self.workspace.relative(path)
+        remote = False
+        try:
+            text, line_map = self.read_text(path)
+        except PathError:
+            # Not on this machine: a team index may have it from the machine that has it.
+            if self.primary is None or self.workspace.file_path(rel).exists():
+                raise
+            team = self.primary.file_text(rel)
+            if team is None:
+                raise
+            (text, line_map), remote = team, True
+        ex = excerpt(rel, text, line_map, start, lines)
         ex.file = self.workspace.outside_file(ex.path)
+        ex.remote = remote
         return ex
 
     def status(self) -> dict[str, Any]:

@@ -185,11 +185,17 @@ class Primary:
             local = {
                 p: s.hash for p, s in indexer.writer.file_states(None if full else paths).items()
             }
+        textless: set[str] = set()
         if self.pushed is None:
             mine = store.origin_paths(self.origin)
             self.pushed = {p: s.hash for p, s in store.file_states(local.keys() | mine).items()}
+            textless = store.files_without_text(local)  # pushed by a client sending no texts
         scope = local.keys() | self.pushed.keys() if full else set(paths or ())
         todo = scope if force else {p for p in scope if local.get(p) != self.pushed.get(p)}
+        if textless and not force:
+            todo -= textless
+            self._reindex(store, sorted(textless), report)  # same chunks: only the texts
+            self.pushed.update((p, s.hash) for p, s in store.file_states(textless).items())
         if not todo:
             return
         # The disk decides (a file gone from it is deleted for everyone); the diff only picks
@@ -242,6 +248,21 @@ class Primary:
         except PRIMARY_ERRORS as exc:
             self.failed(exc)
             return None
+
+    def file_text(self, path: str) -> tuple[str, list[int] | None] | None:
+        """The text of a file this machine does not have, from the team index; None when the
+        index has no such file or cannot answer (the caller reports the local problem).
+        Raises PathError when the file is there but its text is not."""
+        found = self.read(lambda s: s.file_text(path))
+        if found is None:
+            return None
+        if found.text is None:
+            raise PathError(
+                f"{path}: not on this machine, and the team index has no current text of it "
+                "(its last change came through a memory-ls that sends no texts; the next sync "
+                "of a machine that has the file sends it)"
+            )
+        return found.text, found.line_map
 
     def buffer_changed(self, indexer: Indexer, path: str, text: str) -> None:
         """An editor buffer changed: push the file when the buffer is what was saved."""

@@ -17,7 +17,7 @@ import numpy as np
 from ..chunking import Chunk
 from .cache import CacheKey
 from .line_vectors import ChunkLines
-from .rows import ChunkRow, ChunkState, FileState
+from .rows import ChunkRow, ChunkState, FileState, FileText
 
 # (removed chunk ids, added (chunk id, vector blob or None)) of one write
 ChunkChanges = tuple[list[int], list[tuple[int, bytes | None]]]
@@ -76,6 +76,7 @@ class IndexBackend(Protocol):
         lines: int,
         line_map: Sequence[int] | None = None,
         tail: dict[str, Any] | None = None,
+        text: FileText | None = None,  # the rendered text, kept where the file may be elsewhere
     ) -> None: ...
     def extend_file(
         self,
@@ -87,6 +88,7 @@ class IndexBackend(Protocol):
         lines: int,
         more_map: Sequence[int],
         tail: dict[str, Any] | None,
+        text: FileText | None = None,  # the tail's new lines (extend_file: appended)
     ) -> None: ...
     def touch_file(self, path: str, mtime: float, size: int) -> None: ...
     def delete_file(self, path: str) -> list[int]: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,19 @@ class FileState:
     hash: str
     mtime: float
     size: int
+
+
+@dataclass(frozen=True)
+class FileText:
+    """A file's rendered text, for a team index (a client elsewhere may not have the file):
+    rendered lines, each ending in a newline (a markdown file: its text as it is)."""
+
+    body: str
+    pending: str = ""  # an unterminated last JSONL line's rendered lines, read again next time
+
+    @classmethod
+    def of_lines(cls, lines: Sequence[str], pending: Sequence[str] = ()) -> FileText:
+        return cls("".join(f"{ln}\n" for ln in lines), "".join(f"{ln}\n" for ln in pending))
 
 
 def to_blob(vec: np.ndarray) -> bytes:

@@ -24,7 +24,7 @@ from . import schema, vectors
 from .cache import EmbeddingCache
 from .keyword_scan import KeywordScan
 from .line_vectors import LineVectors
-from .rows import ChunkRow, ChunkState, FileState, to_blob
+from .rows import ChunkRow, ChunkState, FileState, FileText, to_blob
 from .schema import DatabaseError, connect, f16_blob, f32_blob, move_aside
 from .vocab import DocFrequencies
 
@@ -173,6 +173,7 @@ class Store:
         lines: int,
         line_map: Sequence[int] | None = None,
         tail: dict[str, Any] | None = None,
+        text: FileText | None = None,  # for a team index; this folder's file is on disk
     ) -> None:
         self.conn.execute(
             "INSERT INTO files(path, source, hash, mtime, size, date, lines, line_map, tail) "
@@ -203,6 +204,7 @@ class Store:
         lines: int,
         more_map: Sequence[int],
         tail: dict[str, Any] | None,
+        text: FileText | None = None,  # for a team index; this folder's file is on disk
     ) -> None:
         """Record a transcript's appended tail: the line map grows inside SQLite (the JSON
         list is extended as text, never parsed here), the rest of the row is replaced."""

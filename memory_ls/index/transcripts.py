@@ -12,7 +12,7 @@ from ..sources.markdown import content_hash
 from ..sources.sessions import ANCHOR_BYTES, anchor, anchor_windows, render_segment
 from ..workspace import MemoryFile
 from .backend import IndexBackend
-from .rows import ChunkState
+from .rows import ChunkState, FileText
 from .writes import (
     IndexContext,
     SyncReport,
@@ -201,15 +201,16 @@ def _index_transcript(
     d = file_date(mf.path, mtime)
     day = d.isoformat() if d else None
     n_lines = lines_before + len(seg.numbers) + len(seg.pending)
+    text = FileText.of_lines(seg.lines, seg.pending)
     if file_hash is not None:
         store.upsert_file(
-            mf.path, mf.source, file_hash, mtime, size, day, n_lines, seg.numbers, tail
+            mf.path, mf.source, file_hash, mtime, size, day, n_lines, seg.numbers, tail, text
         )
     else:
         # Not a content hash (that would mean reading the whole file): it can never equal
         # one, so a same-size rewrite is still caught by the whole-file check.
         mark = f"tail:{state.anchor}:{size}"
-        store.extend_file(mf.path, mark, mtime, size, day, n_lines, seg.numbers, tail)
+        store.extend_file(mf.path, mark, mtime, size, day, n_lines, seg.numbers, tail, text)
     report.indexed += 1
     vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])
 

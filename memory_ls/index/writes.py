@@ -20,7 +20,7 @@ from ..sources.markdown import content_hash
 from ..workspace import MemoryFile, Workspace
 from .backend import IndexBackend
 from .cache import CacheKey
-from .rows import from_blob
+from .rows import FileText, from_blob
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,7 @@ def index_document(
         d.isoformat() if d else None,
         len(lines),
         src.line_map,
+        text=FileText(src.text),
     )
     report.indexed += 1
     vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])

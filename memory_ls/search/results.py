@@ -7,6 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The scheme of a file that only the team index has (its machine is another one): editors open
+# it read-only through memory/get. The rest is the file URI the file would have here.
+TEAM_SCHEME = "memory-ls"
+
+
+def file_uri(root: Path, path: str, file: Path | None, remote: bool) -> str:
+    uri = (file or root / path).as_uri()
+    return TEAM_SCHEME + uri.removeprefix("file") if remote else uri
+
 
 def line_span(start_line: int, end_line: int) -> tuple[int, int]:
     """The 0-based start line and exclusive end line covering 1-based inclusive lines
@@ -58,9 +67,10 @@ class SearchHit:
     matched_terms: list[str] = field(default_factory=list)
     fused_score: float | None = None  # with a reranker: the fused score ``score`` replaced
     file: Path | None = None  # a transcript under sessions.roots: its file, outside ``root``
+    remote: bool = False  # the file is not on this machine, only in the team index
 
     def uri(self, root: Path) -> str:
-        return (self.file or root / self.path).as_uri()
+        return file_uri(root, self.path, self.file, self.remote)
 
     def to_json(self, root: Path) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -82,6 +92,8 @@ class SearchHit:
             out["textScore"] = round(self.text_score, 6)
         if self.fused_score is not None:
             out["fusedScore"] = round(self.fused_score, 6)
+        if self.remote:
+            out["remote"] = True
         return out
 
 
@@ -121,12 +133,13 @@ class Excerpt:
     total_lines: int
     text: str
     file: Path | None = None  # a transcript under sessions.roots: its file, outside ``root``
+    remote: bool = False  # read from the team index: the file is not on this machine
 
     def uri(self, root: Path) -> str:
-        return (self.file or root / self.path).as_uri()
+        return file_uri(root, self.path, self.file, self.remote)
 
     def to_json(self, root: Path) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "uri": self.uri(root),
             "path": self.path,
             "from": self.from_line,
@@ -134,3 +147,6 @@ class Excerpt:
             "totalLines": self.total_lines,
             "text": self.text,
         }
+        if self.remote:
+            out["remote"] = True
+        return out

@@ -20,7 +20,7 @@ from ..index.sync import SyncReport
 from ..params import GetParams, ParamError, SaveSessionParams
 from ..search.citations import parse_citation
 from ..search.request import SearchRequest
-from ..search.results import SearchResponse
+from ..search.results import TEAM_SCHEME, SearchResponse
 from ..session_writer import save_session
 from ..sources import SourceError
 from ..workspace import PathError
@@ -81,6 +81,8 @@ class Requests:
     async def get(self, p: GetParams) -> dict[str, Any]:
         folders = self.folders.select(p.folder)
         target = p.target
+        if target.startswith(TEAM_SCHEME + ":"):  # a file only the team index has
+            target = "file" + target.removeprefix(TEAM_SCHEME)
         if target.startswith("file:"):
             target = to_fs_path(target) or target
         if Path(target).is_absolute():

@@ -21,7 +21,7 @@ from .errors import PrimaryUnavailable
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MIGRATION_LOCK = 0x6D656D6F  # pg_advisory_xact_lock key shared by every memory-ls client
 TS_CONFIG = "memory_ls_english"
 MIN_PGVECTOR = (0, 5)  # HNSW
@@ -89,6 +89,22 @@ def _v2(vtype: str) -> list[str]:
     ]
 
 
+def _v3(vtype: str) -> list[str]:
+    # The rendered text of each file (files.py), so a client can show a hit whose file is on
+    # another machine. In parts: a transcript's append adds a part instead of rewriting a text
+    # of megabytes. A part's hash is the file's hash once it was written: text whose last part
+    # does not carry memory_files.hash (the file changed through a client of version 2) is
+    # never served. The foreign key drops the text with its file, whoever deletes it.
+    return [
+        """CREATE TABLE memory_file_texts (
+            ns text NOT NULL, path text NOT NULL, part integer NOT NULL, hash text NOT NULL,
+            body text NOT NULL, pending text NOT NULL DEFAULT '',
+            PRIMARY KEY (ns, path, part),
+            FOREIGN KEY (ns, path) REFERENCES memory_files (ns, path) ON DELETE CASCADE)""",
+        _SAME_ACCESS_AS.format(new="memory_file_texts", like="memory_files"),
+    ]
+
+
 # A table added to a deployment whose administrator set up one role per namespace (README,
 # "Team memory") gets the owner, grants, row-level security and policies of its sibling table
 # (a regrole's text is already quoted where the name needs it), so the roles keep working
@@ -138,11 +154,11 @@ BEGIN
 END $$"""
 
 
-MIGRATIONS = {1: _v1, 2: _v2}
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3}
 # Per version, the oldest schema version a client must know to use such a database: a later
 # migration that only adds what older clients can ignore keeps it low, so clients need not all
 # be upgraded at once. Clients before version 2 do not read it: they refuse anything newer.
-READABLE_FROM = {1: 1, 2: 2}
+READABLE_FROM = {1: 1, 2: 2, 3: 2}  # version 2 clients ignore the texts
 
 
 @dataclass(frozen=True)

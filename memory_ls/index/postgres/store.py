@@ -19,10 +19,11 @@ import psycopg.sql
 
 from ...chunking import Chunk
 from ..backend import ChunkChanges
-from ..rows import ChunkRow, ChunkState, FileState, from_blob, to_blob
-from . import keyword, pending, vectors
+from ..rows import ChunkRow, ChunkState, FileState, FileText, from_blob, to_blob
+from . import files, keyword, pending, vectors
 from .cache import PgEmbeddingCache
 from .database import PgDatabase, Vector
+from .files import TeamFile
 from .lines import LIVE_CHUNK, PgLineVectors
 from .tokens import index_text
 
@@ -110,16 +111,7 @@ class PgStore:
             )
 
     def file_states(self, paths: Iterable[str] | None = None) -> dict[str, FileState]:
-        if paths is None:
-            rows = self.q(
-                "SELECT path, hash, mtime, size FROM memory_files WHERE ns = %s", (self.ns,)
-            )
-        else:
-            rows = self.q(
-                "SELECT path, hash, mtime, size FROM memory_files WHERE ns = %s AND path = ANY(%s)",
-                (self.ns, list(paths)),
-            )
-        return {p: FileState(h, m, s) for p, h, m, s in rows}
+        return files.states(self, paths)
 
     def origin_paths(self, origin: str) -> set[str]:
         """The files a client wrote last (its deletions are its to make)."""
@@ -129,18 +121,7 @@ class PgStore:
         return {r[0] for r in rows}
 
     def file_info(self, path: str) -> tuple[str, int, list[int] | None, str | None] | None:
-        row = self.q(
-            "SELECT source, lines, line_map, date, tail FROM memory_files "
-            "WHERE ns = %s AND path = %s",
-            (self.ns, path),
-        ).fetchone()
-        if row is None:
-            return None
-        line_map = json.loads(row[2]) if row[2] else None
-        pending = json.loads(row[4]).get("pending") if row[4] else None
-        if pending:
-            line_map = (line_map or []) + pending
-        return row[0], row[1], line_map, row[3]
+        return files.info(self, path)
 
     def file_tail(self, path: str) -> tuple[int, dict[str, Any]] | None:
         row = self.q(
@@ -161,29 +142,10 @@ class PgStore:
         lines: int,
         line_map: Sequence[int] | None = None,
         tail: dict[str, Any] | None = None,
+        text: FileText | None = None,
     ) -> None:
         self.lock_path(path)
-        self.q(
-            "INSERT INTO memory_files (ns, path, source, hash, mtime, size, date, lines, "
-            "line_map, tail, origin) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (ns, path) DO UPDATE SET source = excluded.source, "
-            "hash = excluded.hash, mtime = excluded.mtime, size = excluded.size, "
-            "date = excluded.date, lines = excluded.lines, line_map = excluded.line_map, "
-            "tail = excluded.tail, origin = excluded.origin, updated_at = now()",
-            (
-                self.ns,
-                path,
-                source,
-                hash_,
-                mtime,
-                size,
-                date,
-                lines,
-                json.dumps(list(line_map)) if line_map else None,
-                json.dumps(tail, separators=(",", ":")) if tail is not None else None,
-                self.db.origin,
-            ),
-        )
+        files.upsert(self, path, source, hash_, mtime, size, date, lines, line_map, tail, text)
 
     def extend_file(
         self,
@@ -195,29 +157,16 @@ class PgStore:
         lines: int,
         more_map: Sequence[int],
         tail: dict[str, Any] | None,
+        text: FileText | None = None,
     ) -> None:
         self.lock_path(path)
-        row = self.q(
-            "SELECT line_map FROM memory_files WHERE ns = %s AND path = %s", (self.ns, path)
-        ).fetchone()
-        line_map = (json.loads(row[0]) if row and row[0] else []) + list(more_map)
-        self.q(
-            "UPDATE memory_files SET hash = %s, mtime = %s, size = %s, date = %s, lines = %s, "
-            "tail = %s, line_map = %s, origin = %s, updated_at = now() "
-            "WHERE ns = %s AND path = %s",
-            (
-                hash_,
-                mtime,
-                size,
-                date,
-                lines,
-                json.dumps(tail, separators=(",", ":")) if tail is not None else None,
-                json.dumps(line_map) if line_map else None,
-                self.db.origin,
-                self.ns,
-                path,
-            ),
-        )
+        files.extend(self, path, hash_, mtime, size, date, lines, more_map, tail, text)
+
+    def file_text(self, path: str) -> TeamFile | None:
+        return files.read(self, path)
+
+    def files_without_text(self, paths: Iterable[str]) -> set[str]:
+        return files.without_text(self, paths)
 
     def touch_file(self, path: str, mtime: float, size: int) -> None:
         # Same content, another machine's mtime: recording it would make every other client

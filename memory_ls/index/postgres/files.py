@@ -1,0 +1,178 @@
+"""A file's row in the team index (``memory_files``) and its rendered text
+(``memory_file_texts``), so any client can show a file that exists on another machine only.
+
+The text is kept in parts: a whole read writes part 0, a transcript's tail appends one part
+(its new settled lines) instead of rewriting megabytes, and the last part carries the lines
+of an unterminated last JSONL line (``pending``), replaced by the next tail. Each part records
+the file's hash after it was written; a text whose last part does not carry the file's hash
+(the file changed through a client that does not write texts) is never served.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..rows import FileState, FileText
+from .database import Session
+
+
+@dataclass(frozen=True)
+class TeamFile:
+    """A file as the team index has it: its text (None when no client has sent a current
+    one) and its line map (a transcript's JSONL line numbers)."""
+
+    text: str | None
+    line_map: list[int] | None
+
+
+def states(s: Session, paths: Iterable[str] | None = None) -> dict[str, FileState]:
+    if paths is None:
+        rows = s.q("SELECT path, hash, mtime, size FROM memory_files WHERE ns = %s", (s.ns,))
+    else:
+        rows = s.q(
+            "SELECT path, hash, mtime, size FROM memory_files WHERE ns = %s AND path = ANY(%s)",
+            (s.ns, list(paths)),
+        )
+    return {p: FileState(h, m, sz) for p, h, m, sz in rows}
+
+
+def _line_map(line_map: str | None, tail: str | None) -> list[int] | None:
+    out = json.loads(line_map) if line_map else None
+    pending = json.loads(tail).get("pending") if tail else None
+    if pending:
+        out = (out or []) + pending
+    return out
+
+
+def info(s: Session, path: str) -> tuple[str, int, list[int] | None, str | None] | None:
+    row = s.q(
+        "SELECT source, lines, line_map, date, tail FROM memory_files WHERE ns = %s AND path = %s",
+        (s.ns, path),
+    ).fetchone()
+    if row is None:
+        return None
+    return row[0], row[1], _line_map(row[2], row[4]), row[3]
+
+
+def upsert(
+    s: Session,
+    path: str,
+    source: str,
+    hash_: str,
+    mtime: float,
+    size: int,
+    date: str | None,
+    lines: int,
+    line_map: Sequence[int] | None,
+    tail: dict[str, Any] | None,
+    text: FileText | None,
+) -> None:
+    s.q(
+        "INSERT INTO memory_files (ns, path, source, hash, mtime, size, date, lines, "
+        "line_map, tail, origin) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (ns, path) DO UPDATE SET source = excluded.source, "
+        "hash = excluded.hash, mtime = excluded.mtime, size = excluded.size, "
+        "date = excluded.date, lines = excluded.lines, line_map = excluded.line_map, "
+        "tail = excluded.tail, origin = excluded.origin, updated_at = now()",
+        (
+            s.ns,
+            path,
+            source,
+            hash_,
+            mtime,
+            size,
+            date,
+            lines,
+            json.dumps(list(line_map)) if line_map else None,
+            json.dumps(tail, separators=(",", ":")) if tail is not None else None,
+            s.db.origin,
+        ),
+    )
+    s.q("DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", (s.ns, path))
+    if text is not None:
+        _put_part(s, path, 0, hash_, text)
+
+
+def extend(
+    s: Session,
+    path: str,
+    hash_: str,
+    mtime: float,
+    size: int,
+    date: str | None,
+    lines: int,
+    more_map: Sequence[int],
+    tail: dict[str, Any] | None,
+    text: FileText | None,
+) -> None:
+    row = s.q(
+        "SELECT line_map, hash FROM memory_files WHERE ns = %s AND path = %s", (s.ns, path)
+    ).fetchone()
+    line_map = (json.loads(row[0]) if row and row[0] else []) + list(more_map)
+    s.q(
+        "UPDATE memory_files SET hash = %s, mtime = %s, size = %s, date = %s, lines = %s, "
+        "tail = %s, line_map = %s, origin = %s, updated_at = now() "
+        "WHERE ns = %s AND path = %s",
+        (
+            hash_,
+            mtime,
+            size,
+            date,
+            lines,
+            json.dumps(tail, separators=(",", ":")) if tail is not None else None,
+            json.dumps(line_map) if line_map else None,
+            s.db.origin,
+            s.ns,
+            path,
+        ),
+    )
+    last = s.q(
+        "SELECT part, hash FROM memory_file_texts WHERE ns = %s AND path = %s "
+        "ORDER BY part DESC LIMIT 1",
+        (s.ns, path),
+    ).fetchone()
+    if text is None or row is None or last is None or last[1] != row[1]:
+        # What was there is not the text before this tail: serve nothing rather than a text
+        # with a hole; the next whole read of the file writes it again.
+        s.q("DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", (s.ns, path))
+        return
+    _put_part(s, path, int(last[0]) + 1, hash_, text)
+
+
+def _put_part(s: Session, path: str, part: int, hash_: str, text: FileText) -> None:
+    s.q(
+        "INSERT INTO memory_file_texts (ns, path, part, hash, body, pending) "
+        "VALUES (%s, %s, %s, %s, %s, %s)",
+        (s.ns, path, part, hash_, text.body, text.pending),
+    )
+
+
+def read(s: Session, path: str) -> TeamFile | None:
+    """The file's text and line map; None when the team index has no such file."""
+    rows = s.q(
+        "SELECT f.hash, f.line_map, f.tail, t.hash, t.body, t.pending "
+        "FROM memory_files f LEFT JOIN memory_file_texts t ON t.ns = f.ns AND t.path = f.path "
+        "WHERE f.ns = %s AND f.path = %s ORDER BY t.part",
+        (s.ns, path),
+    ).fetchall()
+    if not rows:
+        return None
+    file_hash, line_map, tail, last_hash, _, pending = rows[-1]
+    current = last_hash is not None and last_hash == file_hash
+    text = "".join(r[4] for r in rows) + pending if current else None
+    return TeamFile(text, _line_map(line_map, tail))
+
+
+def without_text(s: Session, paths: Iterable[str]) -> set[str]:
+    """Of ``paths``, the files the team index holds with no current text (written by a client
+    that sent none): their next push sends it."""
+    rows = s.q(
+        "SELECT f.path FROM memory_files f WHERE f.ns = %s AND f.path = ANY(%s) AND NOT EXISTS "
+        "(SELECT 1 FROM memory_file_texts t WHERE t.ns = f.ns AND t.path = f.path "
+        "AND t.hash = f.hash)",
+        (s.ns, list(paths)),
+    )
+    return {r[0] for r in rows}

@@ -1,0 +1,131 @@
+"""Files that exist on another machine only (real PostgreSQL + pgvector): a client shows them
+from the team index, as their own machine would, transcripts that grow included, and never a
+text that is out of date."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pg_util import shared_url, unique
+from test_postgres import NOTES, rows, team, write_notes
+
+from memory_ls.engine import MemoryEngine
+from memory_ls.workspace import PathError
+
+DIARY = "memory/2026-03-02-diary.md"
+DIARY_TEXT = (
+    "# Tuesday\n\nThe gannet survey starts at the north pier.\r\n\n"
+    "Bring the spare hydrophone.\n" + "A long line of field notes. " * 120 + "\n\nEnd.\n"
+)
+TRANSCRIPT = "sessions/agent-7.jsonl"
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> str:
+    return shared_url()
+
+
+def turn(role: str, text: str) -> str:
+    return json.dumps({"type": "message", "message": {"role": role, "content": text}}) + "\n"
+
+
+def same_reads(here: MemoryEngine, there: MemoryEngine, path: str, spans) -> None:
+    """``there`` (without the file) reads what ``here`` (with it) reads, marked remote."""
+    for start, lines in spans:
+        mine, theirs = here.get(path, start, lines), there.get(path, start, lines)
+        assert not mine.remote and theirs.remote
+        got = (theirs.text, theirs.from_line, theirs.to_line, theirs.total_lines)
+        assert got == (mine.text, mine.from_line, mine.to_line, mine.total_lines)
+
+
+def test_a_file_of_another_machine_is_read_from_the_team_index(pg_url, tmp_path: Path):
+    ns = unique("texts")
+    a = write_notes(tmp_path / "a", {**NOTES, DIARY: DIARY_TEXT})
+    b = write_notes(tmp_path / "b", NOTES)
+    s = team(pg_url, ns)
+    s.sources = ["memory", "sessions"]
+    s.sessions.globs = ["sessions/*.jsonl"]
+    s.sync.sessions.delta_bytes = 0  # index every append
+    with MemoryEngine(a, s) as ea, MemoryEngine(b, s) as eb:
+        (a / TRANSCRIPT).parent.mkdir(parents=True)
+        (a / TRANSCRIPT).write_text(turn("user", "Where do the gannets nest?"))
+        ea.sync()
+        eb.sync()
+        hit = eb.search("gannet survey north pier").results[0]
+        assert hit.path == DIARY and hit.remote
+        assert hit.uri(b) == "memory-ls" + (b / DIARY).as_uri().removeprefix("file")
+        assert hit.to_json(b)["remote"] is True
+        assert "remote" not in eb.search("token bucket").results[0].to_json(b)  # b has it
+        same_reads(ea, eb, DIARY, [(None, None), (3, 2), (6, 40)])
+        cite = f"{DIARY}#L5-L6"
+        lines = (a / DIARY).read_text().split("\n")
+        assert eb.get(cite).text == ea.get(cite).text == "\n".join(lines[4:6])
+
+        # A transcript that grows: each sync appends a part; an unterminated last line is
+        # shown and then replaced when it is finished.
+        with (a / TRANSCRIPT).open("a") as f:
+            f.write(turn("assistant", "On the stacks past the north pier.\nTwo colonies."))
+        ea.sync()
+        with (a / TRANSCRIPT).open("a") as f:
+            f.write(turn("user", "How many pairs?")[:-1])  # no newline yet
+        ea.sync()
+        same_reads(ea, eb, TRANSCRIPT, [(None, None), (2, 1), (3, 1)])
+        parts = "SELECT count(*) FROM memory_file_texts WHERE ns = %s AND path = %s"
+        assert rows(pg_url, parts, ns, TRANSCRIPT)[0][0] == 3  # read whole once, then tails
+        with (a / TRANSCRIPT).open("a") as f:
+            f.write("\n" + turn("assistant", "About 400 pairs."))
+        ea.sync()
+        same_reads(ea, eb, TRANSCRIPT, [(None, None), (3, 2)])
+        assert "400 pairs" in eb.get(TRANSCRIPT).text
+
+        # An edit reaches the other machine; a deletion makes the file unknown there.
+        (a / DIARY).write_text(DIARY_TEXT.replace("hydrophone", "thermometer"))
+        ea.sync()
+        assert "thermometer" in eb.get(DIARY).text
+        (a / DIARY).unlink()
+        ea.sync()
+        with pytest.raises(PathError, match="no such file"):
+            eb.get(DIARY)
+        assert rows(pg_url, parts, ns, DIARY) == [(0,)]  # gone with its file
+        with pytest.raises(PathError, match="outside"):  # still the local answer
+            eb.get("../secret.md")
+
+
+def test_a_text_out_of_date_is_never_shown_and_comes_back_with_its_machine(pg_url, tmp_path: Path):
+    ns = unique("texts")
+    a = write_notes(tmp_path / "a", {**NOTES, DIARY: DIARY_TEXT})
+    b = write_notes(tmp_path / "b", NOTES)
+    s = team(pg_url, ns)
+    with MemoryEngine(a, s) as ea:
+        ea.sync()
+    # What a client of schema 2 leaves behind: it changed the file and wrote no text.
+    rows(pg_url, "UPDATE memory_files SET hash = 'v2' WHERE ns = %s AND path = %s", ns, DIARY)
+    with MemoryEngine(b, s) as eb:
+        eb.sync()
+        with pytest.raises(PathError, match="no current text"):
+            eb.get(DIARY)
+        rows(pg_url, "DELETE FROM memory_file_texts WHERE ns = %s", ns)  # or never wrote one
+        with pytest.raises(PathError, match="no current text"):
+            eb.get(DIARY)
+        # The machine that has the file sends the texts it finds missing when it connects,
+        # without re-chunking or embedding anything.
+        chunks = rows(pg_url, "SELECT id, hash FROM memory_chunks WHERE ns = %s ORDER BY id", ns)
+        with MemoryEngine(a, s) as ea:
+            ea.sync()
+            assert eb.get(DIARY).text == ea.get(DIARY).text
+        assert rows(pg_url, "SELECT id, hash FROM memory_chunks WHERE ns = %s ORDER BY id", ns) == (
+            chunks
+        )
+        texts = "SELECT count(*) FROM memory_file_texts WHERE ns = %s"
+        assert rows(pg_url, texts, ns)[0][0] == len(NOTES) + 1
+
+
+def test_a_file_unknown_everywhere_and_a_team_index_down_say_so(tmp_path: Path):
+    b = write_notes(tmp_path / "b", NOTES)
+    s = team("postgresql://nobody@127.0.0.1:9/none?connect_timeout=1", unique("x"))
+    with MemoryEngine(b, s) as eb:
+        with pytest.raises(PathError, match="no such file"):
+            eb.get(DIARY)
+        assert eb.get("MEMORY.md").text.startswith("# Memory")  # local files as ever
