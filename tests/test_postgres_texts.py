@@ -79,6 +79,12 @@ def test_a_file_of_another_machine_is_read_from_the_team_index(pg_url, tmp_path:
         ea.sync()
         same_reads(ea, eb, TRANSCRIPT, [(None, None), (3, 2)])
         assert "400 pairs" in eb.get(TRANSCRIPT).text
+        ea.sync(force=True)  # a rebuild writes the whole text again, and tails follow it
+        with (a / TRANSCRIPT).open("a") as f:
+            f.write(turn("user", "And the terns?"))
+        ea.sync()
+        same_reads(ea, eb, TRANSCRIPT, [(None, None), (5, 1)])
+        assert eb.get(TRANSCRIPT).text.endswith("User: And the terns?")
 
         # An edit reaches the other machine; a deletion makes the file unknown there.
         (a / DIARY).write_text(DIARY_TEXT.replace("hydrophone", "thermometer"))

@@ -101,7 +101,8 @@ def index_document(
         d.isoformat() if d else None,
         len(lines),
         src.line_map,
-        text=FileText(src.text),
+        # A transcript's parts end every line with a newline, so a later tail appends cleanly.
+        text=FileText(src.text + "\n" if src.line_map and src.text else src.text),
     )
     report.indexed += 1
     vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])

@@ -5,49 +5,12 @@
 --
 -- Every check is recorded as {name, ok, detail} in the JSON file; tests/test_neovim.py reads it.
 -- Nvim quits at the end whatever happens.
-local plugin_dir = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h")
-vim.opt.rtp:prepend(plugin_dir)
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/harness.lua")
+local server, root, results = h.server, h.root, h.results
+local record, check, wait, notes = h.record, h.check, h.wait, h.notes
+results.nvim = tostring(vim.version())
 
-local out_path = assert(os.getenv("MEMORY_LS_TEST_OUT"), "MEMORY_LS_TEST_OUT is not set")
-local server = os.getenv("MEMORY_LS_CMD") or "memory-ls"
-local root = vim.fs.normalize(vim.fn.getcwd())
-local results = { root = root, checks = {}, nvim = tostring(vim.version()) }
-
-local function record(name, ok, detail)
-  table.insert(results.checks, { name = name, ok = ok and true or false, detail = detail and tostring(detail) or "" })
-end
-
-local function check(name, fn)
-  local ok, err = xpcall(fn, debug.traceback)
-  if not ok then
-    record(name, false, err)
-  end
-end
-
-local function wait(ms, cond, what)
-  local ok = vim.wait(ms, cond, 20)
-  if not ok then
-    error("timed out after " .. ms .. " ms waiting for " .. what, 2)
-  end
-end
-
-local function finish()
-  local f = assert(io.open(out_path, "w"))
-  f:write(vim.json.encode(results))
-  f:close()
-  vim.cmd("qa!")
-end
-
--- Messages and pickers: record instead of showing.
-local notes = {}
-local orig_notify = vim.notify
-vim.notify = function(msg, level, o)
-  table.insert(notes, msg)
-  return orig_notify(msg, level, o)
-end
-vim.ui.select = function(items, _, on_choice)
-  on_choice(items[1], 1)
-end
+-- Messages and pickers are recorded by the harness; prompts too.
 local prompts = {}
 vim.ui.input = function(o, on_confirm)
   table.insert(prompts, o.prompt)
@@ -68,7 +31,7 @@ if os.getenv("MEMORY_LS_TEST_LEGACY") == "1" then
   vim.g.memory_ls_no_lsp_config = true -- the Neovim 0.10 way: FileType + vim.lsp.start
 end
 
-local ok_all = xpcall(function()
+h.run(function()
   local mls = require("memory_ls")
   mls.setup({
     cmd = { server, "serve" },
@@ -155,14 +118,7 @@ local ok_all = xpcall(function()
     record("picker adapters", ok, vim.inspect({ detected = detected, fzf_entry = got.fzf_entry }))
   end)
 
-  local client
-  check("attach", function()
-    vim.cmd("edit MEMORY.md")
-    wait(30000, function()
-      client = vim.lsp.get_clients({ name = "memory_ls", bufnr = 0 })[1]
-      return client ~= nil and client.initialized
-    end, "the client to attach")
-    record("attach", client.config.root_dir == root, "root_dir " .. tostring(client.config.root_dir))
+  local client = h.attach(function()
     record("filetype markdown", vim.bo.filetype == "markdown", vim.bo.filetype)
   end)
   if not client then
@@ -351,10 +307,4 @@ local ok_all = xpcall(function()
     record("checkhealth", text:find("ERROR", 1, true) == nil and text:find("OK server version: memory%-ls") ~= nil
       and text:find("index mode keyword%-only") ~= nil, text)
   end)
-end, debug.traceback)
-
-if not ok_all then
-  record("script", false, "unexpected error")
-end
-results.notes = notes
-finish()
+end)

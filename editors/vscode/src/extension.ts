@@ -23,6 +23,7 @@ import { citationInsertion, HitItem, Latest, resultToItems, searchSummary } from
 import { installCommand, resolveServerCommand, RestartBudget, ServerCommand, startFailureMessage } from './serverCommand';
 import { changeKind, documentSelector, serverSettingKeys, serverSettings } from './settings';
 import { ProgressTracker, statusBar, statusMarkdown, syncSummary, UiState } from './statusText';
+import { TeamFiles } from './teamFiles';
 import { workspaceSymbolName } from './workspaceSymbols';
 
 const STATUS_SCHEME = 'memory-status';
@@ -76,6 +77,7 @@ class MemoryExtension {
         onDidChange: this.statusChanged.event,
         provideTextDocumentContent: () => this.statusDoc,
       }),
+      vscode.workspace.registerTextDocumentContentProvider(P.TEAM_SCHEME, new TeamFiles((params) => this.get(params))),
       vscode.commands.registerCommand('memoryLs.search', () => this.search(false)),
       vscode.commands.registerCommand('memoryLs.insertCitation', () => this.search(true)),
       vscode.commands.registerCommand('memoryLs.reindex', () => this.reindex(false)),
@@ -371,6 +373,14 @@ class MemoryExtension {
     return this.client;
   }
 
+  private async get(params: P.GetParams): Promise<P.GetResult> {
+    const client = await this.ready();
+    if (!client) {
+      throw new Error('the memory-ls server is not running');
+    }
+    return client.sendRequest<P.GetResult>(P.GET, params);
+  }
+
   // -- commands ---------------------------------------------------------------------------
   private async reindex(force: boolean): Promise<void> {
     const client = await this.ready();
@@ -518,11 +528,21 @@ class MemoryExtension {
   private async openHit(hit: HitItem, column: vscode.ViewColumn): Promise<void> {
     const uri = vscode.Uri.parse(hit.uri);
     const cursor = new vscode.Position(hit.cursorLine, 0);
-    const editor = await vscode.window.showTextDocument(uri, {
-      viewColumn: column,
-      selection: new vscode.Range(cursor, cursor),
-      preview: true,
-    });
+    let editor: vscode.TextEditor;
+    try {
+      editor = await vscode.window.showTextDocument(uri, {
+        viewColumn: column,
+        selection: new vscode.Range(cursor, cursor),
+        preview: true,
+      });
+    } catch (error) {
+      if (uri.scheme !== P.TEAM_SCHEME) {
+        throw error;
+      }
+      // The team index could not give a teammate's file: TeamFiles already said why.
+      this.output.appendLine(`memory-ls: opening ${hit.uri} failed: ${String(error)}`);
+      return;
+    }
     const start = hit.range.start.line;
     const endLine = Math.max(start, hit.range.end.character === 0 ? hit.range.end.line - 1 : hit.range.end.line);
     const range = new vscode.Range(start, 0, endLine, 0);

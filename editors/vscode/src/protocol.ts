@@ -5,6 +5,10 @@ export const SEARCH = 'memory/search';
 export const GET = 'memory/get';
 export const STATUS = 'memory/status';
 
+/** The URI scheme of a file only a teammate has (a team index hit): the file URI it would have
+ * here, with `file` replaced by this; `memory/get` takes it as `path`. */
+export const TEAM_SCHEME = 'memory-ls';
+
 /** Server commands (`workspace/executeCommand`). */
 export const CMD_REINDEX = 'memory.reindex';
 export const CMD_SYNC = 'memory.sync';
@@ -48,6 +52,8 @@ export interface SearchHit {
   bestLine?: number;
   /** The query's terms found in the hit (a CJK word as its two-character grams). */
   matchedTerms?: string[];
+  /** The file is only on another machine: `uri` has the TEAM_SCHEME. */
+  remote?: boolean;
 }
 
 export interface SearchResult {
@@ -75,6 +81,8 @@ export interface GetResult {
   to: number;
   totalLines: number;
   text: string;
+  /** Read from the team index: the file is not on this machine. */
+  remote?: boolean;
 }
 
 export interface SyncInfo {

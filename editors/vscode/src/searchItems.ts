@@ -87,7 +87,8 @@ export function compactSnippet(snippet: string, fromLine = 0, max = 240): string
 export function hitToItem(hit: SearchHit): HitItem {
   return {
     label: headline(hit.snippet),
-    description: `${pathLines(hit)}  ·  ${formatScore(hit)}`,
+    // A teammate's file, not on this machine: it opens read-only from the team index.
+    description: `${pathLines(hit)}  ·  ${formatScore(hit)}${hit.remote ? '  ·  team' : ''}`,
     detail: compactSnippet(hit.snippet, snippetOffset(hit)),
     citation: hit.citation,
     uri: hit.uri,

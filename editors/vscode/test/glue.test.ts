@@ -1,6 +1,7 @@
 // Loads the compiled glue (out/src/extension.js) with a stand-in `vscode` module: activation
 // registers every command, and a server that cannot be found gives the install message and a
-// red status bar item instead of an exception.
+// red status bar item instead of an exception. A teammate's file (a `memory-ls:` URI) opens with
+// the text `memory/get` answers.
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -38,6 +39,45 @@ test('activation without a server: commands registered, clear message, status ba
   const before = rec.messages.length;
   await rec.commands.get('memoryLs.reindex')!();
   assert.ok(rec.messages.length > before);
+  // A teammate's file cannot be read without the server either: an error, no empty document.
+  const team = rec.providers.get('memory-ls');
+  assert.ok(team, 'no memory-ls: content provider');
+  const shown = rec.messages.length;
+  await assert.rejects(team.provideTextDocumentContent({ toString: () => 'memory-ls:///x/memory/a.md' }), /server is not running/);
+  assert.equal(
+    rec.messages.at(-1)!.text,
+    'Memory: cannot open memory-ls:///x/memory/a.md from the team index: the memory-ls server is not running',
+  );
+  assert.ok(rec.messages.length > shown);
   await ext.deactivate();
   fs.rmSync(ws, { recursive: true, force: true });
+});
+
+test('a teammate\'s file (memory-ls: URI) opens with the text memory/get gives, or says why not', async () => {
+  const rec: Recorder = newRecorder();
+  installFakeVscode(rec, []);
+  // Loaded afresh: the copy the activation above loaded holds that test's fake `vscode`.
+  const module = path.join(EXTENSION_DIR, 'out', 'src', 'teamFiles.js');
+  delete require.cache[module];
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { TeamFiles } = require(module);
+  const uri = 'memory-ls:///home/u/notes/memory/fresh.md';
+  const asked: unknown[] = [];
+  const files = new TeamFiles(async (params: unknown) => {
+    asked.push(params);
+    const text = '# Fresh\n\nThe quokka migration is scheduled.';
+    return { uri, path: 'memory/fresh.md', from: 1, to: 3, totalLines: 3, text, remote: true };
+  });
+  const text = await files.provideTextDocumentContent({ toString: () => uri });
+  assert.deepEqual(asked, [{ path: uri }]);
+  assert.equal(text, '# Fresh\n\nThe quokka migration is scheduled.');
+  assert.equal(rec.messages.length, 0);
+
+  const failing = new TeamFiles(async () => {
+    throw new Error('no such file in the team index');
+  });
+  await assert.rejects(failing.provideTextDocumentContent({ toString: () => uri }), /no such file in the team index/);
+  assert.equal(rec.messages.length, 1);
+  assert.equal(rec.messages[0].kind, 'error');
+  assert.equal(rec.messages[0].text, `Memory: cannot open ${uri} from the team index: no such file in the team index`);
 });

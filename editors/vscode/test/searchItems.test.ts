@@ -93,6 +93,12 @@ test('hitToItem maps a result to a QuickPick item at the server\'s best line', (
   assert.ok(old.detail.startsWith('API design review'));
 });
 
+test('a teammate\'s file (remote hit) says so and keeps its memory-ls: URI', () => {
+  const item = hitToItem(hit({ remote: true, uri: 'memory-ls:///ws/memory/2026-01-10-api-design.md' }));
+  assert.equal(item.description, 'memory/2026-01-10-api-design.md:1-7  ·  0.83 (vector 0.61, keyword 1.00)  ·  team');
+  assert.equal(item.uri, 'memory-ls:///ws/memory/2026-01-10-api-design.md');
+});
+
 test('resultToItems keeps the server order; searchSummary says mode and why', () => {
   const result: SearchResult = {
     results: [hit({ score: 0.5 }), hit({ score: 0.9, citation: 'b#L1' })],

@@ -6,6 +6,9 @@ local util = require("memory_ls.util")
 local M = {}
 
 M.NAME = "memory_ls"
+-- The URI scheme of a file only a teammate has (a team index hit): the file: URI it would have
+-- here with this scheme instead; memory/get reads it from the team index.
+M.TEAM_SCHEME = "memory-ls"
 
 ---@class memory_ls.Options
 M.defaults = {
@@ -167,6 +170,19 @@ local function start_detached(root)
   return vim.lsp.start_client(cfg)
 end
 
+--- The file a buffer stands for: its own, or for a teammate's file (a memory-ls:// buffer) where
+--- it would be in this workspace, which tells its workspace; nil for other URLs and no name.
+local function buf_path(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if vim.startswith(name, M.TEAM_SCHEME .. "://") then
+    return vim.fs.normalize(vim.uri_to_fname("file" .. name:sub(#M.TEAM_SCHEME + 1)))
+  end
+  if name == "" or name:match("^%a[%w+.-]*://") then
+    return nil
+  end
+  return vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))
+end
+
 --- The memory_ls client for a buffer: attached to it, else the one whose root holds the
 --- buffer's file (or the cwd), else the only one running.
 function M.get_client(bufnr)
@@ -176,9 +192,7 @@ function M.get_client(bufnr)
     return attached[1]
   end
   local all = vim.lsp.get_clients({ name = M.NAME })
-  local name = vim.api.nvim_buf_get_name(bufnr)
-  local path = (name ~= "" and not name:match("^%a[%w+.-]*://")) and vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))
-      or vim.fs.normalize(vim.fn.getcwd())
+  local path = buf_path(bufnr) or vim.fs.normalize(vim.fn.getcwd())
   for _, c in ipairs(all) do
     local root = c.config.root_dir
     if root and (path == root or path:sub(1, #root + 1) == root .. "/") then
@@ -197,8 +211,8 @@ function M.with_client(cb, bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   local client = M.get_client(bufnr)
   if not client then
-    local name = vim.api.nvim_buf_get_name(bufnr)
-    local root = (name ~= "" and util.find_root(name, M.config.root_markers)) or util.find_root(vim.fn.getcwd(), M.config.root_markers)
+    local path = buf_path(bufnr)
+    local root = (path and util.find_root(path, M.config.root_markers)) or util.find_root(vim.fn.getcwd(), M.config.root_markers)
     if not root then
       notify("no memory workspace here (no MEMORY.md, memory.md, memory/ or .git above " .. vim.fn.getcwd() .. ")",
         vim.log.levels.WARN)
@@ -225,6 +239,67 @@ function M.with_client(cb, bufnr)
     vim.defer_fn(go, 50)
   end
   go()
+end
+
+-- -- files of teammates (team index) ----------------------------------------------------------
+
+-- Fills a buffer under :lockmarks, as reading a file does: quickfix entries and marks that
+-- already point into the (empty) buffer keep their lines instead of moving down.
+local function fill_keeping_marks(bufnr, lines)
+  M._filling = { bufnr = bufnr, lines = lines }
+  vim.cmd("lockmarks lua local f = require('memory_ls')._filling; "
+    .. "vim.api.nvim_buf_set_lines(f.bufnr, 0, -1, false, f.lines)")
+  M._filling = nil
+end
+
+--- An initialized client for a buffer's workspace, started if needed, waited for: a BufReadCmd
+--- must have filled its buffer when it returns.
+local function client_now(bufnr, timeout_ms)
+  local client = M.get_client(bufnr)
+  if not client then
+    local path = buf_path(bufnr) or vim.fn.getcwd()
+    local root = util.find_root(path, M.config.root_markers)
+    local id = root and start_detached(root)
+    client = id and vim.lsp.get_client_by_id(id)
+  end
+  if not client then
+    return nil
+  end
+  vim.wait(timeout_ms, function()
+    return client.initialized or vim.lsp.get_client_by_id(client.id) == nil
+  end, 20)
+  return client.initialized and vim.lsp.get_client_by_id(client.id) and client or nil
+end
+
+--- BufReadCmd of a memory-ls:// buffer, a file only a teammate has (a team index hit, symbol or
+--- citation): its text from the team index, read-only (there is no file here to write). Done
+--- synchronously, so that an LSP jump's cursor move right after the load lands on a real line.
+function M.read_team_file(bufnr)
+  local uri = vim.api.nvim_buf_get_name(bufnr)
+  local bo = vim.bo[bufnr]
+  bo.swapfile = false
+  bo.buftype = "nofile"
+  local client = client_now(bufnr, 30000)
+  if not client then
+    notify("cannot read " .. uri .. ": no memory-ls server for its workspace", vim.log.levels.ERROR)
+    return
+  end
+  local resp, err = request_sync(client, "memory/get", { path = uri }, 15000)
+  local problem = err or (resp == nil and "no answer") or (resp.err and (resp.err.message or vim.inspect(resp.err)))
+  if problem or type(resp.result) ~= "table" then
+    notify("cannot read " .. uri .. " from the team index: " .. tostring(problem or "no text"), vim.log.levels.ERROR)
+    return
+  end
+  bo.readonly = false
+  bo.modifiable = true
+  fill_keeping_marks(bufnr, vim.split(resp.result.text or "", "\n", { plain = true }))
+  bo.modifiable = false
+  bo.readonly = true
+  bo.modified = false
+  local ft = vim.filetype.match({ filename = buf_path(bufnr) })
+  if ft then
+    bo.filetype = ft
+  end
 end
 
 -- -- pickers and actions ------------------------------------------------------------------------
@@ -566,6 +641,16 @@ local function create_autocmds()
         }
       end
       vim.cmd("redrawstatus")
+    end,
+  })
+  -- Opening a teammate's file (quickfix, pickers, LSP jumps, :edit) loads it from the team index.
+  -- Nested: setting 'filetype' in it must run the FileType autocommands (syntax, ftplugins).
+  vim.api.nvim_create_autocmd("BufReadCmd", {
+    group = augroup,
+    pattern = M.TEAM_SCHEME .. "://*",
+    nested = true,
+    callback = function(ev)
+      M.read_team_file(ev.buf)
     end,
   })
   vim.api.nvim_create_autocmd("LspDetach", {

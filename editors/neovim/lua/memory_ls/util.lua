@@ -130,11 +130,13 @@ function M.to_qf_items(result, query)
       line_text = M.headline(hit.snippet)
     end
     table.insert(items, {
+      -- A teammate's file (hit.remote) keeps its memory-ls:// URI as the name: the plugin's
+      -- BufReadCmd reads it from the team index.
       filename = vim.uri_to_fname(hit.uri),
       lnum = M.best_line(hit),
       end_lnum = hit.endLine,
       col = 1,
-      text = string.format("%.2f %s", hit.score or 0, line_text),
+      text = string.format("%.2f %s%s", hit.score or 0, hit.remote and "(team) " or "", line_text),
       user_data = { memory_ls = hit },
     })
   end

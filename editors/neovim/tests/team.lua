@@ -1,0 +1,126 @@
+-- Headless test of a teammate's file (a team index hit for a file only on another machine)
+-- against a real `memory-ls serve` on a real PostgreSQL. The cwd is a workspace holding
+-- MEMORY.md only (it cites memory/fresh.md#L3); memory/fresh.md is in the team index alone.
+--
+--   MEMORY_LS_CMD=/path/to/memory-ls MEMORY_LS_TEST_OUT=/tmp/out.json MEMORY_LS_PG_URL=... \
+--     nvim --headless --clean -c "luafile editors/neovim/tests/team.lua"
+--
+-- Every check is recorded as {name, ok, detail} in the JSON file; tests/test_neovim.py reads it.
+-- Nvim quits at the end whatever happens.
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/harness.lua")
+local server, root = h.server, h.root
+local record, check, wait, notes = h.record, h.check, h.wait, h.notes
+local uri = "memory-ls://" .. root .. "/memory/fresh.md"
+local want = { "# Fresh", "", "The quokka migration is scheduled." }
+
+-- What the current window shows: the buffer's name, lines, cursor line and options.
+local function shown()
+  local buf = vim.api.nvim_get_current_buf()
+  return {
+    name = vim.api.nvim_buf_get_name(buf),
+    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false),
+    line = vim.api.nvim_win_get_cursor(0)[1],
+    modifiable = vim.bo[buf].modifiable,
+    readonly = vim.bo[buf].readonly,
+    buftype = vim.bo[buf].buftype,
+    swapfile = vim.bo[buf].swapfile,
+    filetype = vim.bo[buf].filetype,
+  }
+end
+
+-- Unload the buffer, so that the next open reads it again through the BufReadCmd (quickfix
+-- entries into it stay valid).
+local function forget(name)
+  local buf = vim.fn.bufnr(name)
+  if buf ~= -1 then
+    vim.api.nvim_buf_delete(buf, { force = true, unload = true })
+  end
+end
+
+h.run(function()
+  local mls = require("memory_ls")
+  mls.setup({ cmd = { server, "serve" }, settings = { provider = "none" }, picker = "select" })
+
+  local client = h.attach()
+  if not client then
+    return
+  end
+
+  check(":edit of a teammate's file", function()
+    vim.cmd("edit " .. vim.fn.fnameescape(uri))
+    local s = shown()
+    record(":edit of a teammate's file", s.name == uri and vim.deep_equal(s.lines, want) and not s.modifiable
+      and s.readonly and s.buftype == "nofile" and not s.swapfile and s.filetype == "markdown", vim.inspect(s))
+    forget(uri)
+  end)
+
+  check("search opens a teammate's file at the hit's line", function()
+    vim.cmd("edit " .. root .. "/MEMORY.md")
+    vim.cmd("MemorySearch quokka migration")
+    wait(15000, function()
+      return #vim.fn.getqflist() > 0
+    end, "quickfix items")
+    local first = vim.fn.getqflist()[1]
+    local hit = first.user_data.memory_ls
+    local qf_ok = vim.api.nvim_buf_get_name(first.bufnr) == uri and first.lnum == 3 and hit.remote == true
+      and first.text:find("(team)", 1, true) ~= nil
+    -- vim.ui.select (stubbed: the first item) opened it.
+    wait(10000, function()
+      return vim.api.nvim_buf_get_name(0) == uri
+    end, "the picker to open the hit")
+    local s = shown()
+    record("search opens a teammate's file at the hit's line", qf_ok and s.line == 3 and vim.deep_equal(s.lines, want)
+      and not s.modifiable, vim.inspect({ qf = first.text, lnum = first.lnum, shown = s }))
+  end)
+
+  check("quickfix opens a teammate's file at the hit's line", function()
+    forget(uri)
+    vim.cmd("cfirst")
+    local s = shown()
+    record("quickfix opens a teammate's file at the hit's line", s.name == uri and s.line == 3
+      and vim.deep_equal(s.lines, want) and not s.modifiable, vim.inspect(s))
+  end)
+
+  check("gd on a citation of a teammate's file", function()
+    forget(uri)
+    vim.cmd("edit " .. root .. "/MEMORY.md") -- read again: attached again a moment later
+    wait(10000, function()
+      return #vim.lsp.get_clients({ name = "memory_ls", bufnr = 0 }) > 0
+    end, "attach to MEMORY.md")
+    local lnum = vim.fn.search("memory/fresh.md#L3", "w")
+    assert(lnum > 0, "MEMORY.md has no citation of memory/fresh.md")
+    local col = vim.api.nvim_get_current_line():find("memory/fresh", 1, true)
+    vim.api.nvim_win_set_cursor(0, { lnum, col + 3 })
+    vim.cmd("normal gd")
+    wait(10000, function()
+      return vim.api.nvim_buf_get_name(0) == uri
+    end, "gd to open the teammate's file")
+    local s = shown()
+    record("gd on a citation of a teammate's file", s.line == 3 and vim.deep_equal(s.lines, want), vim.inspect(s))
+  end)
+
+  check("workspace symbol of a teammate's file", function()
+    forget(uri)
+    vim.cmd("cclose")
+    vim.fn.setqflist({}, "r")
+    vim.lsp.buf.workspace_symbol("quokka migration")
+    wait(10000, function()
+      return #vim.fn.getqflist() > 0
+    end, "workspace symbols")
+    local first = vim.fn.getqflist()[1] -- the chunk "# Fresh", from its first line
+    vim.cmd("cclose | cfirst")
+    local s = shown()
+    record("workspace symbol of a teammate's file", vim.api.nvim_buf_get_name(first.bufnr) == uri
+      and first.text:find("Fresh", 1, true) ~= nil and s.name == uri and s.line == 1 and vim.deep_equal(s.lines, want),
+      vim.inspect({ first.text, s }))
+  end)
+
+  check("a file the team index lacks says so", function()
+    local missing = "memory-ls://" .. root .. "/memory/nothing-here.md"
+    local before = #notes
+    pcall(vim.cmd, "edit " .. vim.fn.fnameescape(missing))
+    local said = table.concat(vim.list_slice(notes, before + 1), "\n")
+    record("a file the team index lacks says so",
+      said:find("memory-ls: cannot read " .. missing .. " from the team index", 1, true) ~= nil, said)
+  end)
+end)
