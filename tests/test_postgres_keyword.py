@@ -17,6 +17,7 @@ from test_postgres import rows, team
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.index.postgres import PgDatabase
+from memory_ls.index.postgres import store as pg_store
 from memory_ls.index.postgres.keyword import MERGE_AFTER
 
 PENDING = "SELECT gin_clean_pending_list('memory_chunks_tsv'::regclass)"  # pages it merged
@@ -86,3 +87,37 @@ def test_a_role_that_may_not_merge_still_syncs_and_answers(pg_url, tmp_path: Pat
             assert rows(db_url, PENDING)[0][0] > 0  # still there for autovacuum
     finally:
         rows(pg_url, f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_common_words_take_their_frequency_from_the_statistics(pg_url, tmp_path: Path, monkeypatch):
+    """A word that ANALYZE's statistics show in well over EXACT_DF chunks is not counted (its
+    count would build a bitmap of every posting first); its frequency is the statistics'
+    share of the namespace, close to the truth. Rarer words are still counted exactly."""
+    from memory_ls.index.postgres import keyword
+
+    monkeypatch.setattr(keyword, "EXACT_DF", 10)
+    with scratch_database(pg_url) as db_url:
+        ws = tmp_path / "ws"
+        notes(ws, 60)  # "ferry" in all 60
+        for i in range(3):
+            write(ws, f"memory/bird-{i}.md", f"# Birds {i}\n\nA gannet over the ferry.\n")
+        with MemoryEngine(ws, team(db_url, unique("df"))) as e:
+            e.sync()
+            rows(db_url, "ANALYZE memory_chunks")
+            db = e.primary.db
+            counted: list[list[str]] = []
+            with pg_store.reader(db) as store:
+                real_q = store.q
+
+                def q(sql, params=None, **kw):
+                    if "count(*) FROM (SELECT 1" in str(sql):
+                        counted.append(list(params[2]))
+                    return real_q(sql, params, **kw)
+
+                store.q = q  # type: ignore[method-assign]
+                (ferry, gannet), total = store.doc_frequencies(["ferry", "gannet"])
+            assert total == 63 and gannet == 3
+            assert 55 <= ferry <= 63  # the statistics' share, not a count
+            assert counted == [["'gannet'"]]
+            resp = e.search("gannet ferry", mode="keyword", min_score=0)
+            assert resp.results[0].path.startswith("memory/bird-")

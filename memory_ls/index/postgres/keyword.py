@@ -85,14 +85,45 @@ def totals(store: Session) -> tuple[int, float]:
     return t[0], t[1]
 
 
+def _common(store: Session) -> dict[str, float]:
+    """Lexeme -> share of the table's chunks holding it, for the most common lexemes (the
+    statistics ANALYZE keeps: about a thousand), read at most every STATS_SECONDS."""
+    db = store.db
+    c = db.common
+    if c is None or not db.fresh(c[1]):
+        row = store.q(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+            "WHERE schemaname = current_schema() AND tablename = 'memory_chunks' "
+            "AND attname = 'tsv'"
+        ).fetchone()
+        lexemes, freqs = (row[0] or [], row[1] or []) if row else ([], [])
+        c = db.common = (dict(zip(lexemes, freqs, strict=False)), time.monotonic())
+    return c[0]
+
+
+def _single_lexeme(tsq: str) -> str | None:
+    """The lexeme of a tsquery of one word (``'lexem'``), None for phrases and prefixes."""
+    body = tsq[1:-1] if len(tsq) > 2 and tsq[0] == tsq[-1] == "'" else ""
+    return body.replace("''", "'") if body and "'" not in body.replace("''", "") else None
+
+
 def _frequencies(store: Session, queries: Sequence[str]) -> list[int]:
     """Chunks of the namespace matching each tsquery: counted up to ``EXACT_DF`` (a rare word's
     IDF matters, and counting it is cheap), all in one statement; a word matching more gets the
     planner's estimate from the tsvector statistics, scaled to the namespace (its IDF is low,
-    and counting 30,000 rows per query would cost more than the search)."""
+    and counting 30,000 rows per query would cost more than the search). A word the statistics
+    already show in well over ``EXACT_DF`` chunks is not counted at all: the bitmap of its
+    every posting is built before a LIMIT can stop the count."""
     db = store.db
     known = {q: db.df[q] for q in queries if q in db.df and db.fresh(db.df[q][1])}
-    todo = [q for q in dict.fromkeys(queries) if q not in known]
+    new = [q for q in dict.fromkeys(queries) if q not in known]
+    if new:
+        common, chunks, now = _common(store), totals(store)[0], time.monotonic()
+        for tsq in new:
+            share = common.get(_single_lexeme(tsq) or "")
+            if share is not None and share * chunks >= 2 * EXACT_DF:
+                known[tsq] = (int(share * chunks), now)
+    todo = [q for q in new if q not in known]
     if todo:
         rows = store.q(
             f"SELECT (SELECT count(*) FROM (SELECT 1 FROM memory_chunks WHERE {IN_NAMESPACE} "
@@ -103,10 +134,11 @@ def _frequencies(store: Session, queries: Sequence[str]) -> list[int]:
         now = time.monotonic()
         for tsq, (n,) in zip(todo, rows, strict=True):
             known[tsq] = (max(int(n), _estimate(store, tsq)) if n >= EXACT_DF else int(n), now)
+    if new:
         with db.lock:
             if len(db.df) > 10_000:
                 db.df.clear()
-            db.df.update({q: known[q] for q in todo})
+            db.df.update({q: known[q] for q in new})
     return [known[q][0] for q in queries]
 
 
