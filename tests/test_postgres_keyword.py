@@ -90,12 +90,12 @@ def test_a_role_that_may_not_merge_still_syncs_and_answers(pg_url, tmp_path: Pat
 
 
 def test_common_words_take_their_frequency_from_the_statistics(pg_url, tmp_path: Path, monkeypatch):
-    """A word that ANALYZE's statistics show in well over EXACT_DF chunks is not counted (its
-    count would build a bitmap of every posting first); its frequency is the statistics'
-    share of the namespace, close to the truth. Rarer words are still counted exactly."""
+    """A word that ANALYZE's statistics show in STATS_DF_FROM chunks or more is not counted
+    (a count visits a heap row per match); its frequency is the statistics' share of the
+    namespace, close to the truth. Rarer words are still counted exactly."""
     from memory_ls.index.postgres import keyword
 
-    monkeypatch.setattr(keyword, "EXACT_DF", 10)
+    monkeypatch.setattr(keyword, "STATS_DF_FROM", 20)
     with scratch_database(pg_url) as db_url:
         ws = tmp_path / "ws"
         notes(ws, 60)  # "ferry" in all 60

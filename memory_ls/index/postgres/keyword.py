@@ -25,6 +25,9 @@ from .tokens import parse_match, term_tokens
 log = logging.getLogger(__name__)
 K1, B = 1.2, 0.75
 EXACT_DF = 2000
+# From this many of the namespace's chunks (by pg_stats' share of the table), a word's share
+# stands for its count: below, a namespace unlike the rest of the table is counted instead.
+STATS_DF_FROM = 1000
 # The namespace test is written so that no index on ns can serve it: the GIN index on tsv must
 # drive keyword queries. A new namespace has no statistics yet, and the planner would otherwise
 # walk every one of its chunks through the (ns, path) index, testing each tsvector.
@@ -112,8 +115,8 @@ def _frequencies(store: Session, queries: Sequence[str]) -> list[int]:
     IDF matters, and counting it is cheap), all in one statement; a word matching more gets the
     planner's estimate from the tsvector statistics, scaled to the namespace (its IDF is low,
     and counting 30,000 rows per query would cost more than the search). A word the statistics
-    already show in well over ``EXACT_DF`` chunks is not counted at all: the bitmap of its
-    every posting is built before a LIMIT can stop the count."""
+    show in ``STATS_DF_FROM`` chunks or more is not counted at all: a count visits a heap row
+    per match (the namespace is in the heap) after building the bitmap of every posting."""
     db = store.db
     known = {q: db.df[q] for q in queries if q in db.df and db.fresh(db.df[q][1])}
     new = [q for q in dict.fromkeys(queries) if q not in known]
@@ -121,7 +124,7 @@ def _frequencies(store: Session, queries: Sequence[str]) -> list[int]:
         common, chunks, now = _common(store), totals(store)[0], time.monotonic()
         for tsq in new:
             share = common.get(_single_lexeme(tsq) or "")
-            if share is not None and share * chunks >= 2 * EXACT_DF:
+            if share is not None and share * chunks >= STATS_DF_FROM:
                 known[tsq] = (int(share * chunks), now)
     todo = [q for q in new if q not in known]
     if todo:
