@@ -99,7 +99,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                 )
             return 1
         for hit in resp.results:
-            print(f"{hit.citation}  score {hit.score:.3f}")
+            team = "  (team: not on this machine)" if hit.remote else ""
+            print(f"{hit.citation}  score {hit.score:.3f}{team}")
             for line in hit.snippet.splitlines()[:6]:
                 print(f"    {line}")
             print()

@@ -5,6 +5,9 @@ text that is out of date."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from pg_util import shared_url, unique
 from test_postgres import NOTES, rows, team, write_notes
 
 from memory_ls.engine import MemoryEngine
+from memory_ls.index.postgres import URL_ENV
 from memory_ls.workspace import PathError
 
 DIARY = "memory/2026-03-02-diary.md"
@@ -135,3 +139,28 @@ def test_a_file_unknown_everywhere_and_a_team_index_down_say_so(tmp_path: Path):
         with pytest.raises(PathError, match="no such file"):
             eb.get(DIARY)
         assert eb.get("MEMORY.md").text.startswith("# Memory")  # local files as ever
+
+
+def test_the_cli_marks_and_prints_a_teammates_file(pg_url, tmp_path: Path):
+    ns = unique("texts")
+    a = write_notes(tmp_path / "a", {**NOTES, DIARY: DIARY_TEXT})
+    b = write_notes(tmp_path / "b", NOTES)
+    toml = 'provider = "none"\n\n[store]\nbackend = "postgres"\n\n'
+    toml += f'[store.postgres]\nnamespace = "{ns}"\n'
+    (b / ".memory-ls.toml").write_text(toml)
+    with MemoryEngine(a, team(pg_url, ns)) as ea:
+        ea.sync()
+
+    def cli(*args: str) -> str:
+        env = {**os.environ, URL_ENV: pg_url}
+        idx = str(tmp_path / "b.sqlite")
+        cmd = [sys.executable, "-m", "memory_ls", *args, "-w", str(b), "--index", idx]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    first = cli("search", "gannet survey north pier").splitlines()[0]
+    assert first.startswith(f"{DIARY}#L") and first.endswith("(team: not on this machine)")
+    assert cli("get", f"{DIARY}#L5").strip() == "Bring the spare hydrophone."
+    hit = json.loads(cli("search", "gannet survey north pier", "--json"))["results"][0]
+    assert hit["remote"] is True and hit["uri"].startswith("memory-ls:///")
