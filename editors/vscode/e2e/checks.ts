@@ -31,7 +31,8 @@ export async function searchFor(wb: Workbench, query: string, file: string, comm
   return row;
 }
 
-async function description(row: Locator): Promise<string> {
+/** The hit's description: "path:lines  ·  score" (and "  ·  team" for a teammate's file). */
+export async function description(row: Locator): Promise<string> {
   return (await row.locator('.label-description').first().innerText()).trim();
 }
 

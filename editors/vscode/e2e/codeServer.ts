@@ -41,6 +41,8 @@ export interface CodeServerOptions {
   workspace: string;
   /** PATH of the extension host, hence of the memory-ls it starts. */
   pathEnv: string;
+  /** More environment for code-server, its extension host and the memory-ls it starts. */
+  env?: Record<string, string>;
   log: string;
 }
 
@@ -138,7 +140,7 @@ export class CodeServer {
       o.workspace,
     ];
     const log = fs.openSync(o.log, 'w');
-    const proc = spawn(o.tools.node, args, { env: baseEnv(o.home, o.pathEnv), stdio: ['ignore', log, log], detached: true });
+    const proc = spawn(o.tools.node, args, { env: { ...baseEnv(o.home, o.pathEnv), ...o.env }, stdio: ['ignore', log, log], detached: true });
     fs.closeSync(log);
     const server = new CodeServer(`http://127.0.0.1:${port}/`, proc);
     const deadline = Date.now() + 60_000;

@@ -1,6 +1,7 @@
 // Where the end-to-end suite finds its parts, and the scratch folders it works in.
 // Every part is real: code-server and Node 24 from e2e/install.sh, Debian's chromium, this
-// checkout's memory-ls. A missing part fails the run under CI=true and skips it elsewhere.
+// checkout's memory-ls, a PostgreSQL for the team index check. A missing part fails the run (or
+// that check) under CI=true and skips it elsewhere.
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -85,6 +86,21 @@ export function testModel(server: Server): string | undefined {
   }
   console.log(`e2e: ${why}; expecting keyword-only search`);
   return undefined;
+}
+
+/** The PostgreSQL server of the team index check (the one the Python tests use, see .ci/run). */
+export const PG_URL_ENV = 'MEMORY_LS_TEST_PG_URL';
+
+/** A PostgreSQL (with pgvector) superuser URL for a team index; MissingPart when none is set. */
+export function teamIndexUrl(): string {
+  const url = process.env[PG_URL_ENV];
+  if (!url) {
+    throw new MissingPart(
+      `${PG_URL_ENV} is not set: point it at a PostgreSQL server with pgvector, e.g. ` +
+        '`bash tests/pg_server.sh up "$(mktemp -d)" .venv/bin/python` from the repository (as .ci/run does)',
+    );
+  }
+  return url;
 }
 
 /** A fresh scratch folder; everything the suite writes goes under it. */

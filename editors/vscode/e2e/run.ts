@@ -1,13 +1,15 @@
 // The end-to-end suite: the packaged extension in a real code-server, driven through headless
 // chromium, against this checkout's memory-ls. Ends with "N passed, N failed".
-// A missing part (code-server, chromium, memory-ls) fails the run under CI=true, skips it elsewhere.
+// A missing part (code-server, chromium, memory-ls) fails the run under CI=true, skips it elsewhere;
+// so does a missing PostgreSQL ($MEMORY_LS_TEST_PG_URL) for the team index check alone.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { Check, CHECKS, Context, NO_SERVER_CHECK } from './checks';
 import { ARTIFACTS, IN_CI, MissingPart } from './env';
-import { Instance, launch, Parts, prepare } from './suite';
+import { Instance, launch, Parts, prepare, Setup } from './suite';
+import { prepareTeam, TEAM_CHECK } from './team';
 
 const CHECK_TIMEOUT_MS = 90_000;
 
@@ -50,6 +52,19 @@ class Results {
     });
   }
 
+  /** Checks whose instance could not be set up: each is a failure, or a skip for a missing part outside CI. */
+  notRun(checks: readonly Check[], error: unknown): void {
+    const why = String(error instanceof Error ? error.message : error);
+    for (const check of checks) {
+      if (error instanceof MissingPart && !IN_CI) {
+        console.log(`skip ${check.name}\n     ${why}`);
+      } else {
+        this.failed++;
+        console.log(`FAIL ${check.name}\n     ${why.split('\n').join('\n     ')}`);
+      }
+    }
+  }
+
   /** A part of the run that never got to its checks counts as one failure. */
   broken(what: string, error: unknown): void {
     this.failed++;
@@ -80,13 +95,23 @@ async function main(): Promise<number> {
   const results = new Results();
   const hybrid = parts.model !== undefined;
 
-  for (const [name, withServer, checks] of [
-    ['with-server', true, CHECKS],
-    ['no-server', false, [NO_SERVER_CHECK]],
-  ] as const) {
+  const instances: { name: string; withServer: boolean; checks: readonly Check[]; setup?: (home: string) => Setup }[] = [
+    { name: 'with-server', withServer: true, checks: CHECKS },
+    { name: 'no-server', withServer: false, checks: [NO_SERVER_CHECK] },
+    // A workbench of its own: a team index (PostgreSQL) in the workspace config and environment.
+    { name: 'team', withServer: true, checks: [TEAM_CHECK], setup: (home) => prepareTeam(parts, home) },
+  ];
+  for (const { name, withServer, checks, setup } of instances) {
+    let prepared: Setup | undefined;
+    try {
+      prepared = setup?.(path.join(parts.dir, name));
+    } catch (error) {
+      results.notRun(checks, error);
+      continue;
+    }
     let instance: Instance | undefined;
     try {
-      instance = await launch(parts, name, withServer);
+      instance = await launch(parts, name, withServer, prepared);
       for (const check of checks) {
         await results.run(check, { wb: instance.wb, hybrid }, instance);
       }

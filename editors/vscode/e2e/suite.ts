@@ -42,15 +42,22 @@ export interface Instance {
   close(): Promise<void>;
 }
 
+/** What an instance opens instead of a copy of examples/demo, and with what more environment. */
+export interface Setup {
+  workspace: string;
+  env?: Record<string, string>;
+}
+
 /**
- * code-server on a fresh copy of examples/demo, and the workbench open on it. `withServer`:
- * memory-ls on the PATH of the extension host (as after `pipx install`), else nowhere on it.
+ * code-server on a fresh copy of examples/demo (or on `setup`'s folder), and the workbench open
+ * on it. `withServer`: memory-ls on the PATH of the extension host (as after `pipx install`),
+ * else nowhere on it.
  */
-export async function launch(parts: Parts, name: string, withServer: boolean): Promise<Instance> {
+export async function launch(parts: Parts, name: string, withServer: boolean, setup?: Setup): Promise<Instance> {
   const home = path.join(parts.dir, name);
-  const workspace = copyDemo(path.join(home, 'demo'));
+  const workspace = setup?.workspace ?? copyDemo(path.join(home, 'demo'));
   if (parts.model) {
-    fs.mkdirSync(path.join(workspace, '.vscode'));
+    fs.mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
     fs.writeFileSync(path.join(workspace, '.vscode', 'settings.json'), JSON.stringify({ 'memory.local.modelPath': parts.model }, null, 2));
   }
   const envPath = pathWithoutServer(process.env.PATH ?? '/usr/bin:/bin');
@@ -61,6 +68,7 @@ export async function launch(parts: Parts, name: string, withServer: boolean): P
       extensionsDir: parts.extensionsDir,
       workspace,
       pathEnv: withServer ? `${path.dirname(parts.server.command)}${path.delimiter}${envPath}` : envPath,
+      env: setup?.env,
       log: path.join(ARTIFACTS, `code-server-${name}.log`),
     },
     // The LSP traffic in the Memory output channel, kept with the other logs.
