@@ -15,6 +15,7 @@ from pg_util import shared_url, unique
 from test_postgres import NOTES, rows, team, write_notes
 
 from memory_ls.engine import MemoryEngine
+from memory_ls.engine.excerpts import ALIGN_JOIN
 from memory_ls.index.postgres import URL_ENV
 from memory_ls.workspace import PathError
 
@@ -83,6 +84,13 @@ def test_a_file_of_another_machine_is_read_from_the_team_index(pg_url, tmp_path:
         ea.sync()
         same_reads(ea, eb, TRANSCRIPT, [(None, None), (3, 2)])
         assert "400 pairs" in eb.get(TRANSCRIPT).text
+        # In an editor, in place of the file: one line per JSONL line, where hits point.
+        doc = eb.get(TRANSCRIPT, aligned=True)
+        shown = doc.text.split("\n")
+        assert doc.remote and len(shown) == doc.total_lines == 4
+        for n in range(1, 5):
+            assert shown[n - 1] == ALIGN_JOIN.join(ea.get(TRANSCRIPT, n, 1).text.split("\n"))
+        assert shown[1] == "Assistant: On the stacks past the north pier. ⏎ Two colonies."
         ea.sync(force=True)  # a rebuild writes the whole text again, and tails follow it
         with (a / TRANSCRIPT).open("a") as f:
             f.write(turn("user", "And the terns?"))

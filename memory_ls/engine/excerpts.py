@@ -34,11 +34,22 @@ def read_text(
     return src.text, list(src.line_map) if src.line_map else None
 
 
+ALIGN_JOIN = " ⏎ "  # between the rendered lines of one JSONL line, in an aligned document
+
+
 def excerpt(
-    path: str, text: str, line_map: list[int] | None, start: int | None, lines: int | None
+    path: str,
+    text: str,
+    line_map: list[int] | None,
+    start: int | None,
+    lines: int | None,
+    aligned: bool = False,
 ) -> Excerpt:
     """Lines ``start`` .. ``start + lines - 1`` (1-based; original JSONL lines for a
-    transcript). Raises ValueError for numbers below 1."""
+    transcript). ``aligned``: a transcript's text as one line per JSONL line (its rendered
+    lines joined, empty for a record that renders to nothing), so that an editor showing it
+    in place of the file (a teammate's, see README "Files of other machines") has a hit's
+    line numbers where they belong. Raises ValueError for numbers below 1."""
     if (start is not None and start < 1) or (lines is not None and lines < 1):
         raise ValueError("from and lines must be positive")
     rendered = split_lines(text)
@@ -46,7 +57,15 @@ def excerpt(
     if line_map:  # a transcript: cite and return original JSONL line numbers
         total = max(line_map)
         last = total if lines is None else first + lines - 1
-        picked = [ln for ln, orig in zip(rendered, line_map, strict=False) if first <= orig <= last]
+        kept = [(ln, o) for ln, o in zip(rendered, line_map, strict=False) if first <= o <= last]
+        if aligned:
+            by_line: dict[int, list[str]] = {}
+            for ln, orig in kept:
+                by_line.setdefault(orig, []).append(ln)
+            end = min(last, total)
+            picked = [ALIGN_JOIN.join(by_line.get(n, ())) for n in range(first, end + 1)]
+        else:
+            picked = [ln for ln, _ in kept]
         return Excerpt(path, first, min(last, total), total, "\n".join(picked))
     total = len(rendered)
     last = total if lines is None else min(total, first + lines - 1)

@@ -213,9 +213,14 @@ class MemoryEngine:
         )
 
     def get(
-        self, path_or_citation: str, start: int | None = None, lines: int | None = None
+        self,
+        path_or_citation: str,
+        start: int | None = None,
+        lines: int | None = None,
+        aligned: bool = False,
     ) -> Excerpt:
-        """Lines of a memory file: ``path`` with from/lines, or a citation ``path#L3-L9``.
+        """Lines of a memory file: ``path`` with from/lines, or a citation ``path#L3-L9``;
+        ``aligned``: a transcript as one line per JSONL line (``excerpts.excerpt``).
 
         Raises PathError (outside the roots, missing) or ValueError (bad numbers)."""
         cite = parse_citation(path_or_citation)
@@ -236,7 +241,7 @@ class MemoryEngine:
             if team is None:
                 raise
             (text, line_map), remote = team, True
-        ex = excerpt(rel, text, line_map, start, lines)
+        ex = excerpt(rel, text, line_map, start, lines, aligned)
         ex.file = self.workspace.outside_file(ex.path)
         ex.remote = remote
         return ex

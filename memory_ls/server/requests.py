@@ -81,7 +81,10 @@ class Requests:
     async def get(self, p: GetParams) -> dict[str, Any]:
         folders = self.folders.select(p.folder)
         target = p.target
-        if target.startswith(TEAM_SCHEME + ":"):  # a file only the team index has
+        # A file only the team index has, opened by an editor in place of the file: a
+        # transcript comes as one line per JSONL line, where the hits' line numbers point.
+        document = target.startswith(TEAM_SCHEME + ":")
+        if document:
             target = "file" + target.removeprefix(TEAM_SCHEME)
         if target.startswith("file:"):
             target = to_fs_path(target) or target
@@ -97,7 +100,7 @@ class Requests:
         for folder in folders:
             try:
                 async with folder.use() as engine:
-                    ex = await folder.read(engine.get, target, p.start, p.lines)
+                    ex = await folder.read(engine.get, target, p.start, p.lines, document)
                     return ex.to_json(engine.root)
             except (PathError, SourceError, FolderUnavailable) as exc:
                 errors.append(str(exc))
