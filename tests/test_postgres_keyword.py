@@ -121,3 +121,16 @@ def test_common_words_take_their_frequency_from_the_statistics(pg_url, tmp_path:
             assert counted == [["'gannet'"]]
             resp = e.search("gannet ferry", mode="keyword", min_score=0)
             assert resp.results[0].path.startswith("memory/bird-")
+            # Once other namespaces are most of the table, its shares are not this one's.
+            other = tmp_path / "other"
+            notes(other, 90)
+            with MemoryEngine(other, team(db_url, unique("df"))) as o:
+                o.sync()
+            rows(db_url, "ANALYZE memory_chunks")
+            db.common, counted[:] = None, []
+            db.df.clear()
+            with pg_store.reader(db) as store:
+                real_q = store.q
+                store.q = q  # type: ignore[method-assign]
+                (ferry, _), _ = store.doc_frequencies(["ferry", "gannet"])
+            assert ferry == 63 and counted == [["'ferri'", "'gannet'"]]  # counted

@@ -98,6 +98,10 @@ def test_a_file_of_another_machine_is_read_from_the_team_index(pg_url, tmp_path:
         same_reads(ea, eb, TRANSCRIPT, [(None, None), (5, 1)])
         assert eb.get(TRANSCRIPT).text.endswith("User: And the terns?")
 
+        # A text read before is not fetched again while the file keeps its hash (citation
+        # diagnostics ask on every change of a document).
+        rows(pg_url, "DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", ns, DIARY)
+        assert "hydrophone" in eb.get(DIARY).text
         # An edit reaches the other machine; a deletion makes the file unknown there.
         (a / DIARY).write_text(DIARY_TEXT.replace("hydrophone", "thermometer"))
         ea.sync()
@@ -115,29 +119,35 @@ def test_a_text_out_of_date_is_never_shown_and_comes_back_with_its_machine(pg_ur
     ns = unique("texts")
     a = write_notes(tmp_path / "a", {**NOTES, DIARY: DIARY_TEXT})
     b = write_notes(tmp_path / "b", NOTES)
+    c = write_notes(tmp_path / "c", {DIARY: DIARY_TEXT.replace("gannet", "puffin")})
     s = team(pg_url, ns)
+    chunks = "SELECT id, hash FROM memory_chunks WHERE ns = %s ORDER BY id"
+    texts = "SELECT count(*) FROM memory_file_texts WHERE ns = %s"
     with MemoryEngine(a, s) as ea:
         ea.sync()
-    # What a client of schema 2 leaves behind: it changed the file and wrote no text.
-    rows(pg_url, "UPDATE memory_files SET hash = 'v2' WHERE ns = %s AND path = %s", ns, DIARY)
+    before = rows(pg_url, chunks, ns)
+    # What clients of schema 2 leave: files pushed with no text at all...
+    rows(pg_url, "DELETE FROM memory_file_texts WHERE ns = %s", ns)
     with MemoryEngine(b, s) as eb:
         eb.sync()
         with pytest.raises(PathError, match="no current text"):
             eb.get(DIARY)
-        rows(pg_url, "DELETE FROM memory_file_texts WHERE ns = %s", ns)  # or never wrote one
-        with pytest.raises(PathError, match="no current text"):
-            eb.get(DIARY)
-        # The machine that has the file sends the texts it finds missing when it connects,
-        # without re-chunking or embedding anything.
-        chunks = rows(pg_url, "SELECT id, hash FROM memory_chunks WHERE ns = %s ORDER BY id", ns)
+        # ... which the machine that has them sends on its next connect and sync, as text
+        # rows only: no chunk re-written, nothing embedded.
         with MemoryEngine(a, s) as ea:
             ea.sync()
             assert eb.get(DIARY).text == ea.get(DIARY).text
-        assert rows(pg_url, "SELECT id, hash FROM memory_chunks WHERE ns = %s ORDER BY id", ns) == (
-            chunks
-        )
-        texts = "SELECT count(*) FROM memory_file_texts WHERE ns = %s"
+        assert rows(pg_url, chunks, ns) == before
         assert rows(pg_url, texts, ns)[0][0] == len(NOTES) + 1
+        # ... and a change whose text never came: the old text is not shown for it.
+        with MemoryEngine(c, s) as ec:
+            ec.sync()
+        rows(pg_url, "DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", ns, DIARY)
+        with pytest.raises(PathError, match="no current text"):
+            eb.get(DIARY)
+        with MemoryEngine(a, s) as ea:  # its disk decides, and its push sends the text
+            ea.sync()
+            assert "gannet" in eb.get(DIARY).text == ea.get(DIARY).text
 
 
 def test_a_file_unknown_everywhere_and_a_team_index_down_say_so(tmp_path: Path):

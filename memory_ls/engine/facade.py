@@ -148,6 +148,7 @@ class MemoryEngine:
         report = self.indexer.sync(reason, force, progress, embed)
         if self.primary is not None:
             self.primary.catch_up(self.indexer, None, force)
+            self.primary.send_texts()
             if embed:
                 self.primary.embed(self.indexer, progress, report, None)
         return report

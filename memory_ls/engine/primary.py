@@ -28,6 +28,7 @@ from ..index.postgres import URL_ENV, PgDatabase, PgStore, PrimaryUnavailable, d
 from ..index.postgres.store import reader as pg_reader
 from ..index.postgres.store import writer as pg_writer
 from ..index.sync import (
+    FILES_PER_TRANSACTION,
     IndexContext,
     Progress,
     SyncReport,
@@ -35,9 +36,10 @@ from ..index.sync import (
     remove_file,
     sync_keyword,
 )
+from ..index.writes import file_text
 from ..settings import Settings
-from ..sources import SourceError
-from ..sources.markdown import read_bytes
+from ..sources import SourceError, render
+from ..sources.markdown import content_hash, read_bytes
 from ..workspace import PathError, Workspace
 from .indexer import Indexer, index_context
 from .providers import ProviderPolicy
@@ -47,6 +49,7 @@ from .target import EmbedTarget
 log = logging.getLogger(__name__)
 PRIMARY_ERRORS = (psycopg.Error, PrimaryUnavailable)
 T = TypeVar("T")
+TEXT_CACHE_FILES = 16  # teammates' file texts kept, each while its file keeps its hash
 
 
 class Primary:
@@ -80,6 +83,8 @@ class Primary:
         # None until compared after a (re)connect: then every difference is replayed.
         self.pushed: dict[str, str] | None = None
         self.last_push: SyncReport | None = None
+        self.textless: set[str] = set()  # this folder's files whose team text is missing
+        self._texts: dict[str, tuple[str, str]] = {}  # path -> (file hash, its text)
         self._reference: tuple[str, np.ndarray] | None = None
 
     # -- health -------------------------------------------------------------------------------
@@ -185,17 +190,13 @@ class Primary:
             local = {
                 p: s.hash for p, s in indexer.writer.file_states(None if full else paths).items()
             }
-        textless: set[str] = set()
         if self.pushed is None:
             mine = store.origin_paths(self.origin)
             self.pushed = {p: s.hash for p, s in store.file_states(local.keys() | mine).items()}
-            textless = store.files_without_text(local)  # pushed by a client sending no texts
+            # Pushed by a client that sends no texts: ``send_texts`` sends them.
+            self.textless = store.files_without_text(local)
         scope = local.keys() | self.pushed.keys() if full else set(paths or ())
         todo = scope if force else {p for p in scope if local.get(p) != self.pushed.get(p)}
-        if textless and not force:
-            todo -= textless
-            self._reindex(store, sorted(textless), report)  # same chunks: only the texts
-            self.pushed.update((p, s.hash) for p, s in store.file_states(textless).items())
         if not todo:
             return
         # The disk decides (a file gone from it is deleted for everyone); the diff only picks
@@ -211,6 +212,37 @@ class Primary:
                 self.pushed[p] = after[p].hash
             else:
                 self.pushed.pop(p, None)
+
+    def send_texts(self) -> int:
+        """Send the texts the team index lacks for files this folder has with the same
+        content (found when connecting): text rows only, a batch per transaction, in the
+        background of a sync. A file whose content differs is the push's, not this."""
+        db, todo = self.connect(), sorted(self.textless)
+        if db is None or not todo:
+            return 0
+        sent = 0
+        try:
+            for i in range(0, len(todo), FILES_PER_TRANSACTION):
+                with self.lock:  # the writer connection, a batch at a time
+                    store = pg_writer(db)
+                    with store.transaction():
+                        for path in todo[i : i + FILES_PER_TRANSACTION]:
+                            sent += self._send_text(store, path)
+                self.textless.difference_update(todo[i : i + FILES_PER_TRANSACTION])
+        except PRIMARY_ERRORS as exc:
+            self.failed(exc)
+        return sent
+
+    def _send_text(self, store: PgStore, path: str) -> bool:
+        mf = self.workspace.classify(path)
+        if mf is None or not self.workspace.is_memory_file(mf):
+            return False
+        try:
+            data = read_bytes(mf.abs_path, self.settings.max_file_bytes)
+            text = file_text(render(mf, data))
+        except (OSError, SourceError):
+            return False
+        return store.put_file_text(path, content_hash(data), text)
 
     def _reindex(self, store: PgStore, paths: list[str], report: SyncReport) -> None:
         ctx, ws = self.context(), self.workspace
@@ -253,15 +285,24 @@ class Primary:
         """The text of a file this machine does not have, from the team index; None when the
         index has no such file or cannot answer (the caller reports the local problem).
         Raises PathError when the file is there but its text is not."""
-        found = self.read(lambda s: s.file_text(path))
+        # Diagnostics ask for every citation of an open document on each change: a text
+        # already read is not fetched again while its file keeps the same hash.
+        kept = self._texts.get(path)
+        found = self.read(lambda s: s.file_text(path, kept[0] if kept else None))
         if found is None:
             return None
+        if kept is not None and found.hash == kept[0]:
+            return kept[1], found.line_map
         if found.text is None:
             raise PathError(
                 f"{path}: not on this machine, and the team index has no current text of it "
-                "(its last change came through a memory-ls that sends no texts; the next sync "
-                "of a machine that has the file sends it)"
+                "(its last change came through a memory-ls that sends no texts, or a "
+                "transcript's text was cut short: a machine that has the file sends it when it "
+                "next connects and syncs, or reads the transcript whole)"
             )
+        if len(self._texts) >= TEXT_CACHE_FILES:
+            self._texts.clear()
+        self._texts[path] = (found.hash, found.text)
         return found.text, found.line_map
 
     def buffer_changed(self, indexer: Indexer, path: str, text: str) -> None:

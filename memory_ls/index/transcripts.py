@@ -201,7 +201,8 @@ def _index_transcript(
     d = file_date(mf.path, mtime)
     day = d.isoformat() if d else None
     n_lines = lines_before + len(seg.numbers) + len(seg.pending)
-    text = FileText.of_lines(seg.lines, seg.pending)
+    # Without a tail state the line map leaves the pending lines out: so does the text.
+    text = FileText.of_lines(seg.lines, seg.pending if tail is not None else ())
     if file_hash is not None:
         store.upsert_file(
             mf.path, mf.source, file_hash, mtime, size, day, n_lines, seg.numbers, tail, text

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..chunking import Chunk, ChunkLimits, chunk_text, split_lines
-from ..sources import SourceError, render
+from ..sources import SourceError, SourceText, render
 from ..sources.dates import file_date
 from ..sources.markdown import content_hash
 from ..workspace import MemoryFile, Workspace
@@ -101,11 +101,16 @@ def index_document(
         d.isoformat() if d else None,
         len(lines),
         src.line_map,
-        # A transcript's parts end every line with a newline, so a later tail appends cleanly.
-        text=FileText(src.text + "\n" if src.line_map and src.text else src.text),
+        text=file_text(src),
     )
     report.indexed += 1
     vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])
+
+
+def file_text(src: SourceText) -> FileText:
+    """A whole rendered file as a team index keeps it: a transcript's lines each end with a
+    newline, as its tails' do, so a later tail appends cleanly."""
+    return FileText(src.text + "\n" if src.line_map and src.text else src.text)
 
 
 def known_vectors(

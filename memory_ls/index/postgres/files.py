@@ -26,6 +26,7 @@ class TeamFile:
 
     text: str | None
     line_map: list[int] | None
+    hash: str  # the file's content hash (or a transcript's tail mark)
 
 
 def states(s: Session, paths: Iterable[str] | None = None) -> dict[str, FileState]:
@@ -150,20 +151,37 @@ def _put_part(s: Session, path: str, part: int, hash_: str, text: FileText) -> N
     )
 
 
-def read(s: Session, path: str) -> TeamFile | None:
-    """The file's text and line map; None when the team index has no such file."""
-    rows = s.q(
-        "SELECT f.hash, f.line_map, f.tail, t.hash, t.body, t.pending "
-        "FROM memory_files f LEFT JOIN memory_file_texts t ON t.ns = f.ns AND t.path = f.path "
-        "WHERE f.ns = %s AND f.path = %s ORDER BY t.part",
+def read(s: Session, path: str, known: str | None = None) -> TeamFile | None:
+    """The file's text and line map; None when the team index has no such file. ``known``:
+    the hash of a text the caller holds, not read again while the file has that hash."""
+    row = s.q(
+        "SELECT hash, line_map, tail FROM memory_files WHERE ns = %s AND path = %s",
         (s.ns, path),
-    ).fetchall()
-    if not rows:
+    ).fetchone()
+    if row is None:
         return None
-    file_hash, line_map, tail, last_hash, _, pending = rows[-1]
-    current = last_hash is not None and last_hash == file_hash
-    text = "".join(r[4] for r in rows) + pending if current else None
-    return TeamFile(text, _line_map(line_map, tail))
+    if row[0] == known:
+        return TeamFile(None, _line_map(row[1], row[2]), row[0])
+    parts = s.q(
+        "SELECT string_agg(body, '' ORDER BY part), (array_agg(hash ORDER BY part DESC))[1], "
+        "(array_agg(pending ORDER BY part DESC))[1] FROM memory_file_texts "
+        "WHERE ns = %s AND path = %s",
+        (s.ns, path),
+    ).fetchone()
+    body, last_hash, pending = parts if parts else (None, None, None)
+    text = body + pending if body is not None and last_hash == row[0] else None
+    return TeamFile(text, _line_map(row[1], row[2]), row[0])
+
+
+def put_text(s: Session, path: str, hash_: str, text: FileText) -> bool:
+    """Give a file the team index holds with content ``hash_`` its text (as part 0, in place
+    of any); False when the file is not there with that content (it changed meanwhile)."""
+    row = s.q("SELECT hash FROM memory_files WHERE ns = %s AND path = %s", (s.ns, path)).fetchone()
+    if row is None or row[0] != hash_:
+        return False
+    s.q("DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", (s.ns, path))
+    _put_part(s, path, 0, hash_, text)
+    return True
 
 
 def without_text(s: Session, paths: Iterable[str]) -> set[str]:

@@ -25,8 +25,8 @@ from .tokens import parse_match, term_tokens
 log = logging.getLogger(__name__)
 K1, B = 1.2, 0.75
 EXACT_DF = 2000
-# From this many of the namespace's chunks (by pg_stats' share of the table), a word's share
-# stands for its count: below, a namespace unlike the rest of the table is counted instead.
+# From this many of the namespace's chunks (by pg_stats' share of the table, when the
+# namespace is most of it: ``_common``), a word's share stands for its count.
 STATS_DF_FROM = 1000
 # The namespace test is written so that no index on ns can serve it: the GIN index on tsv must
 # drive keyword queries. A new namespace has no statistics yet, and the planner would otherwise
@@ -90,18 +90,22 @@ def totals(store: Session) -> tuple[int, float]:
 
 def _common(store: Session) -> dict[str, float]:
     """Lexeme -> share of the table's chunks holding it, for the most common lexemes (the
-    statistics ANALYZE keeps: about a thousand), read at most every STATS_SECONDS."""
+    statistics ANALYZE keeps: about a thousand), read at most every STATS_SECONDS; empty
+    while the namespace is under half the table (the shares are the whole table's, and other
+    namespaces may use other words) or the statistics are out of reach (none yet, or row
+    security on the table hides them)."""
     db = store.db
     c = db.common
-    if c is None or not db.fresh(c[1]):
+    if c is None or not db.fresh(c[2]):
         row = store.q(
-            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
-            "WHERE schemaname = current_schema() AND tablename = 'memory_chunks' "
-            "AND attname = 'tsv'"
+            "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, t.reltuples "
+            "FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace LEFT JOIN pg_stats s "
+            "ON s.schemaname = n.nspname AND s.tablename = t.relname AND s.attname = 'tsv' "
+            "WHERE t.oid = to_regclass('memory_chunks')"
         ).fetchone()
-        lexemes, freqs = (row[0] or [], row[1] or []) if row else ([], [])
-        c = db.common = (dict(zip(lexemes, freqs, strict=False)), time.monotonic())
-    return c[0]
+        lexemes, freqs, table = (row[0] or [], row[1] or [], float(row[2])) if row else ([], [], 0)
+        c = db.common = (dict(zip(lexemes, freqs, strict=False)), table, time.monotonic())
+    return c[0] if totals(store)[0] >= c[1] / 2 else {}
 
 
 def _single_lexeme(tsq: str) -> str | None:

@@ -162,8 +162,12 @@ class PgStore:
         self.lock_path(path)
         files.extend(self, path, hash_, mtime, size, date, lines, more_map, tail, text)
 
-    def file_text(self, path: str) -> TeamFile | None:
-        return files.read(self, path)
+    def file_text(self, path: str, known: str | None = None) -> TeamFile | None:
+        return files.read(self, path, known)
+
+    def put_file_text(self, path: str, hash_: str, text: FileText) -> bool:
+        self.lock_path(path)
+        return files.put_text(self, path, hash_, text)
 
     def files_without_text(self, paths: Iterable[str]) -> set[str]:
         return files.without_text(self, paths)

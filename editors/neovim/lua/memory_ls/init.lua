@@ -279,12 +279,12 @@ function M.read_team_file(bufnr)
   local bo = vim.bo[bufnr]
   bo.swapfile = false
   bo.buftype = "nofile"
-  local client = client_now(bufnr, 30000)
+  local client = client_now(bufnr, 10000)
   if not client then
     notify("cannot read " .. uri .. ": no memory-ls server for its workspace", vim.log.levels.ERROR)
     return
   end
-  local resp, err = request_sync(client, "memory/get", { path = uri }, 15000)
+  local resp, err = request_sync(client, "memory/get", { path = uri }, 10000)
   local problem = err or (resp == nil and "no answer") or (resp.err and (resp.err.message or vim.inspect(resp.err)))
   if problem or type(resp.result) ~= "table" then
     notify("cannot read " .. uri .. " from the team index: " .. tostring(problem or "no text"), vim.log.levels.ERROR)
