@@ -91,11 +91,19 @@ def test_a_file_of_another_machine_is_read_from_the_team_index(pg_url, tmp_path:
         for n in range(1, 5):
             assert shown[n - 1] == ALIGN_JOIN.join(ea.get(TRANSCRIPT, n, 1).text.split("\n"))
         assert shown[1] == "Assistant: On the stacks past the north pier. ⏎ Two colonies."
+        # A transcript without a current text (a client that sent none grew it) is read
+        # whole at its next growth instead of having a tail appended to nothing.
+        rows(pg_url, "DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", ns, TRANSCRIPT)
+        with (a / TRANSCRIPT).open("a") as f:
+            f.write(turn("user", "And the skuas?"))
+        ea.sync()
+        assert eb.get(TRANSCRIPT).text == ea.get(TRANSCRIPT).text
+        assert rows(pg_url, parts, ns, TRANSCRIPT) == [(1,)]
         ea.sync(force=True)  # a rebuild writes the whole text again, and tails follow it
         with (a / TRANSCRIPT).open("a") as f:
             f.write(turn("user", "And the terns?"))
         ea.sync()
-        same_reads(ea, eb, TRANSCRIPT, [(None, None), (5, 1)])
+        same_reads(ea, eb, TRANSCRIPT, [(None, None), (6, 1)])
         assert eb.get(TRANSCRIPT).text.endswith("User: And the terns?")
 
         # A text read before is not fetched again while the file keeps its hash (citation

@@ -124,8 +124,12 @@ class PgStore:
         return files.info(self, path)
 
     def file_tail(self, path: str) -> tuple[int, dict[str, Any]] | None:
+        # No tail to append to while the file has no current text: read whole, it gets one.
         row = self.q(
-            "SELECT lines, tail FROM memory_files WHERE ns = %s AND path = %s", (self.ns, path)
+            "SELECT lines, tail FROM memory_files f WHERE ns = %s AND path = %s AND EXISTS "
+            "(SELECT 1 FROM memory_file_texts t WHERE t.ns = f.ns AND t.path = f.path "
+            "AND t.hash = f.hash)",
+            (self.ns, path),
         ).fetchone()
         if row is None or not row[1]:
             return None
