@@ -82,11 +82,14 @@ def _options(url: str, timeout_ms: int, pooler: str) -> dict[str, Any]:
 
 
 class Session(Protocol):
-    """What the store's helper modules (keyword, vectors, pending) use of a ``PgStore``."""
+    """What the store's helper modules (keyword, vectors, pending, files) use of a
+    ``PgStore``."""
 
     conn: psycopg.Connection[Any]
     db: PgDatabase
     ns: str
+
+    def lock_path(self, path: str) -> None: ...
 
     def q(
         self,

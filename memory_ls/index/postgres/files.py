@@ -67,10 +67,11 @@ def upsert(
     size: int,
     date: str | None,
     lines: int,
-    line_map: Sequence[int] | None,
-    tail: dict[str, Any] | None,
-    text: FileText | None,
+    line_map: Sequence[int] | None = None,
+    tail: dict[str, Any] | None = None,
+    text: FileText | None = None,
 ) -> None:
+    s.lock_path(path)
     s.q(
         "INSERT INTO memory_files (ns, path, source, hash, mtime, size, date, lines, "
         "line_map, tail, origin) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
@@ -107,8 +108,9 @@ def extend(
     lines: int,
     more_map: Sequence[int],
     tail: dict[str, Any] | None,
-    text: FileText | None,
+    text: FileText | None = None,
 ) -> None:
+    s.lock_path(path)
     row = s.q(
         "SELECT line_map, hash FROM memory_files WHERE ns = %s AND path = %s", (s.ns, path)
     ).fetchone()
@@ -176,6 +178,7 @@ def read(s: Session, path: str, known: str | None = None) -> TeamFile | None:
 def put_text(s: Session, path: str, hash_: str, text: FileText) -> bool:
     """Give a file the team index holds with content ``hash_`` its text (as part 0, in place
     of any); False when the file is not there with that content (it changed meanwhile)."""
+    s.lock_path(path)
     row = s.q("SELECT hash FROM memory_files WHERE ns = %s AND path = %s", (s.ns, path)).fetchone()
     if row is None or row[0] != hash_:
         return False

@@ -19,7 +19,7 @@ import psycopg.sql
 
 from ...chunking import Chunk
 from ..backend import ChunkChanges
-from ..rows import ChunkRow, ChunkState, FileState, FileText, from_blob, to_blob
+from ..rows import ChunkRow, ChunkState, FileState, from_blob, to_blob
 from . import files, keyword, pending, vectors
 from .cache import PgEmbeddingCache
 from .database import PgDatabase, Vector
@@ -135,43 +135,14 @@ class PgStore:
             return None
         return row[0], json.loads(row[1])
 
-    def upsert_file(
-        self,
-        path: str,
-        source: str,
-        hash_: str,
-        mtime: float,
-        size: int,
-        date: str | None,
-        lines: int,
-        line_map: Sequence[int] | None = None,
-        tail: dict[str, Any] | None = None,
-        text: FileText | None = None,
-    ) -> None:
-        self.lock_path(path)
-        files.upsert(self, path, source, hash_, mtime, size, date, lines, line_map, tail, text)
-
-    def extend_file(
-        self,
-        path: str,
-        hash_: str,
-        mtime: float,
-        size: int,
-        date: str | None,
-        lines: int,
-        more_map: Sequence[int],
-        tail: dict[str, Any] | None,
-        text: FileText | None = None,
-    ) -> None:
-        self.lock_path(path)
-        files.extend(self, path, hash_, mtime, size, date, lines, more_map, tail, text)
+    # The file rows' writers, as they are (they take the path's lock themselves).
+    upsert_file = files.upsert
+    extend_file = files.extend
 
     def file_text(self, path: str, known: str | None = None) -> TeamFile | None:
         return files.read(self, path, known)
 
-    def put_file_text(self, path: str, hash_: str, text: FileText) -> bool:
-        self.lock_path(path)
-        return files.put_text(self, path, hash_, text)
+    put_file_text = files.put_text
 
     def files_without_text(self, paths: Iterable[str]) -> set[str]:
         return files.without_text(self, paths)
