@@ -3,8 +3,12 @@ memory_ls/index/postgres/vectors.py over two kinds of vectors, side by side in o
 
 - ``mixture``: a Gaussian mixture (1,000 clusters, members at cosine ~0.6-0.8 to their centre),
   the shape real sentence embeddings have;
-- ``bench``: bench/perf.py's random-projection vectors of its synthetic chunks (a third of every
-  chunk is the same function words, so every vector points nearly the same way);
+- ``bench``: bench/perf.py's random-projection vectors of its synthetic chunks, what bench/pg.py
+  measures with (a third of every chunk is the same function words, so every vector points
+  nearly the same way), queried with held-out chunks, 300-character chunk prefixes and the
+  benchmarks' own 1-4 word queries;
+- ``bench-weighted``: the same chunks and queries with the provider's ``weighted`` vectors
+  (words weighted by rarity: similarities spread like real embeddings');
 - ``real``: the real all-MiniLM-L6-v2 vectors bench/eval.py cached for SciFact and LoCoMo
   (chunks and lines, about 59k whatever ``--n`` says), queried with the sets' own questions;
 - ``real+docs``: the same, plus lines of prose from the docstrings of Python's standard library
@@ -54,15 +58,18 @@ def mixture(n: int, q: int, seed: int = 3) -> tuple[np.ndarray, dict[str, np.nda
     return draw(n), {"held-out points": draw(q)}
 
 
-def bench_vectors(n: int, q: int, seed: int = 11) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def bench_vectors(
+    n: int, q: int, seed: int = 11, kind: str = "flat"
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     corpus = Corpus(seed)
-    rp = RandomProjectionProvider(corpus.vocab)
+    rp = RandomProjectionProvider(corpus.vocab, kind=kind)
     texts: list[str] = []
-    topic = corpus.rng.choice(np.arange(100, len(corpus.vocab)), 25, replace=False)
     for i in range(n + q):
         if i % 12 == 0:  # a file of about 12 chunks shares a topic
-            topic = corpus.rng.choice(np.arange(100, len(corpus.vocab)), 25, replace=False)
-        texts.append(" ".join(corpus.tokens(230, topic)))
+            corpus.topics.append(
+                corpus.rng.choice(np.arange(100, len(corpus.vocab)), 25, replace=False)
+            )
+        texts.append(" ".join(corpus.tokens(230, corpus.topics[-1])))
     vecs = np.concatenate(
         [rp.embed_documents(texts[i : i + 5000]) for i in range(0, len(texts), 5000)]
     )
@@ -70,7 +77,12 @@ def bench_vectors(n: int, q: int, seed: int = 11) -> tuple[np.ndarray, dict[str,
     # bench/pg.py queries with the first 300 characters of a stored chunk: a shorter text,
     # so a vaguer vector than any whole chunk.
     prefixes = rp.embed_documents([texts[i][:300] for i in held[q : 2 * q]])
-    return vecs[held[q:]], {"held-out chunks": vecs[held[:q]], "300-char prefixes": prefixes}
+    words = rp.embed_documents(corpus.queries(q))
+    return vecs[held[q:]], {
+        "held-out chunks": vecs[held[:q]],
+        "300-char prefixes": prefixes,
+        "1-4 word queries": words,
+    }
 
 
 def stdlib_prose(n: int) -> list[str]:
@@ -111,7 +123,7 @@ def literal(v: np.ndarray) -> str:
 def run_set(
     conn, name: str, data: np.ndarray, query_sets: dict[str, np.ndarray], vt: str
 ) -> list[dict]:
-    table = f"hnsw_recall_{name.replace('+', '_')}"
+    table = f"hnsw_recall_{name.replace('+', '_').replace('-', '_')}"
     conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute(
         f"CREATE TABLE {table} (id bigint PRIMARY KEY, ns text NOT NULL, model text NOT NULL, "
@@ -209,9 +221,11 @@ def main() -> int:
                         log(f"  {len(data)} vectors of the sets, {len(extra)} docstring lines")
                         data = np.concatenate([data, real_embeddings(model, (), 0, extra)[0]])
                     queries = {"the sets' questions": asked}
+                elif name == "mixture":
+                    data, queries = mixture(args.n, args.queries)
                 else:
-                    make = mixture if name == "mixture" else bench_vectors
-                    data, queries = make(args.n, args.queries)
+                    kind = "weighted" if name == "bench-weighted" else "flat"
+                    data, queries = bench_vectors(args.n, args.queries, kind=kind)
                 rows += run_set(conn, name, data, queries, vt)
         print(f"\npgvector {extversion}, {vt}, {args.queries} queries a set\n")
         header = list(rows[0])

@@ -55,6 +55,8 @@ FUNCTION_WORDS = str.split(
     "they have had our will can has were if so then than also about after before when which "
     "there their into over more only most some such very just"
 )
+# Words a fifth of the benchmark's queries start with.
+QUERY_LEAD = "what did we decide about"
 SYLLABLES = str.split(
     "ka lo mer ti sa ven dor pi ne ru sho bal fen gri tal mo zu qua xe lin por dax vel ni ost "
     "ran bel cor dim esk hal jin kep lum nar oth pel riv sil tor ung vor wex yal zen bri cal"
@@ -183,18 +185,38 @@ class Corpus:
             if i % 3 == 0:
                 ws.append(self.words[self.zipf(1)[0]])
             if i % 5 == 0:
-                ws.insert(0, "what did we decide about")
+                ws.insert(0, QUERY_LEAD)
             out.append(" ".join(ws))
         return out
 
 
 # -- the benchmark-only vector provider ------------------------------------------------------
+# How the benchmark's vectors are spread (bench/hnsw_recall.py --sets real,bench,bench-weighted
+# compares them): "flat", what every figure in the README was measured with, or "weighted",
+# closer to all-MiniLM-L6-v2's vectors of real notes in its similarities (not in HNSW's cost).
+VECTOR_KINDS = ("flat", "weighted")
+# Weights of the "weighted" kind: a pseudo-word's IDF from its Zipf rank (about log1p(rank /
+# 100) here: a word of rank 100 is in about half the chunks), function words next to nothing,
+# numbers and dates as a rare word; and a shared direction, as sentence embeddings have one
+# (MiniLM's unit vectors of LoCoMo's and SciFact's chunks average to a vector of length 0.34).
+RANK_SCALE = 100.0
+FUNCTION_WEIGHT = 0.05
+OTHER_WEIGHT = 2.0
+SHARED_DIRECTION = 0.3
+
+
 class RandomProjectionProvider:
     """Bag-of-words x fixed random Gaussian vectors, normalised. Benchmark use only: it gives
-    the store, the KNN and the fusion real 384-d vectors without an embedding model."""
+    the store, the KNN and the fusion real 384-d vectors without an embedding model.
+
+    ``kind="flat"`` sums every word's vector alike: a third of every chunk being the same
+    function words, any two chunks sit at cosine 0.65 and a 1-4 word query at about 0.16 from
+    its nearest chunk, a worst case for graph indexes that real embeddings are not (MiniLM on
+    LoCoMo and SciFact: 0.12 between two chunks on average, 0.57 from a question to its
+    nearest). ``kind="weighted"`` weights words by rarity and adds a shared direction, which
+    gives 0.09 and 0.43 on perf.py's corpus."""
 
     id = "bench-rp"
-    model = "random-projection-384"
     provider_key = "seed0"
     dims = DIMS
     max_input_tokens = 0
@@ -202,10 +224,30 @@ class RandomProjectionProvider:
     BUCKETS = 4096
     _TOKEN = re.compile(r"\w+")
 
-    def __init__(self, vocab: Sequence[str], seed: int = 0):
-        self._index = {w: i for i, w in enumerate(vocab)}
+    def __init__(self, vocab: Sequence[str], seed: int = 0, kind: str = "flat"):
+        if kind not in VECTOR_KINDS:
+            raise ValueError(f"vector kind {kind!r}: expected one of {VECTOR_KINDS}")
+        self.kind = kind
+        # Another kind of vector is another model: no embedding cache shared between them.
+        self.model = "random-projection-384" + ("" if kind == "flat" else f"-{kind}")
+        known = set(vocab)
+        common = dict.fromkeys([*FUNCTION_WORDS, *QUERY_LEAD.split()])
+        extra = [w for w in common if w not in known] if kind == "weighted" else []
+        self._index = {w: i for i, w in enumerate([*vocab, *extra])}
         rng = np.random.default_rng(seed)
-        self._w = rng.standard_normal((len(vocab) + self.BUCKETS, DIMS)).astype(np.float32)
+        self._w = rng.standard_normal((len(self._index) + self.BUCKETS, DIMS)).astype(np.float32)
+        self._shared = np.zeros(DIMS, dtype=np.float32)
+        if kind == "weighted":
+            weights = np.concatenate(
+                [
+                    np.log1p(np.arange(len(vocab)) / RANK_SCALE),
+                    np.full(len(extra), FUNCTION_WEIGHT),
+                    np.full(self.BUCKETS, OTHER_WEIGHT),
+                ]
+            ).astype(np.float32)
+            self._w *= weights[:, None]
+            u = np.random.default_rng(seed + 1).standard_normal(DIMS)
+            self._shared = (SHARED_DIRECTION * u / np.linalg.norm(u)).astype(np.float32)
         self.compute_s = 0.0
         self.last_query_s = 0.0
 
@@ -226,6 +268,9 @@ class RandomProjectionProvider:
         flat = np.fromiter((i for p in parts for i in p), dtype=np.int64)
         v = np.add.reduceat(self._w[flat], offsets, axis=0)
         v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+        if self.kind == "weighted":
+            v += self._shared
+            v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
         self.compute_s += time.perf_counter() - t0
         return v.astype(np.float32)
 

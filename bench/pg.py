@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, env_isolate, log, md_table, postgres  # noqa: E402
-from perf import Corpus, RandomProjectionProvider, lat  # noqa: E402
+from perf import VECTOR_KINDS, Corpus, RandomProjectionProvider, lat  # noqa: E402
 
 
 def latencies(engine: Any, queries: list[str], mode: str, clients: int) -> dict[str, float]:
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         info = corpus.write_workspace(tmp / "ws", files, args.chunks)
         queries = corpus.queries(args.queries)
         log(f"generated {info['files']} files, {info['textMB']:.0f} MB")
-        rp = RandomProjectionProvider(corpus.vocab)
+        rp = RandomProjectionProvider(corpus.vocab, kind=args.vectors)
         out: dict[str, Any] = {"files": info["files"], "clients": args.clients}
         log("sqlite:")
         with MemoryEngine(tmp / "ws", Settings(), provider=rp, index_path=tmp / "a.sqlite") as e:
@@ -231,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--url", default=os.environ.get("MEMORY_LS_PG_URL", ""))
     ap.add_argument("--tmp", default=None, help="where the workspace is generated")
     ap.add_argument("--json", default=None)
+    ap.add_argument(
+        "--vectors",
+        choices=VECTOR_KINDS,
+        default="flat",
+        help="the benchmark provider's vectors (see bench/perf.py; flat: the README's figures)",
+    )
     ap.add_argument(
         "--pooler",
         action="store_true",
