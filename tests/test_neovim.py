@@ -175,6 +175,12 @@ def test_plugin_helpers_and_picker_adapters(run: dict) -> None:
     passed(run, "picker adapters")
 
 
+def test_picker_previews_of_local_hits_are_the_pickers_own(run: dict) -> None:
+    # Stand-ins of Telescope, fzf-lua and snacks (editors/neovim/tests/fake_pickers.lua): without
+    # a teammate's file in the list they get their own previewer, which reads the disk.
+    passed(run, "picker previews of local hits")
+
+
 def test_help_file_has_its_tags(tmp_path: Path) -> None:
     doc = tmp_path / "doc"
     shutil.copytree(PLUGIN / "doc", doc)
@@ -208,7 +214,9 @@ def test_every_check_passed(run: dict) -> None:
 def test_a_teammates_file_opens_read_only_from_the_team_index(tmp_path: Path) -> None:
     """Workspace a pushes memory/fresh.md to the team index; nvim on workspace b, which only has
     MEMORY.md, opens that file read-only from the index: by :edit, from a search hit (picker and
-    quickfix), by gd on a citation and as a workspace symbol, at the right line."""
+    quickfix), by gd on a citation and as a workspace symbol, at the right line. The Telescope,
+    fzf-lua and snacks stand-ins preview it from the index too (a local file from the disk, a
+    file the index lacks as one line saying so)."""
     url = shared_url()
     namespace = unique("nvim")
     a = write_notes(
@@ -231,6 +239,7 @@ def test_a_teammates_file_opens_read_only_from_the_team_index(tmp_path: Path) ->
         "attach",
         ":edit of a teammate's file",
         "search opens a teammate's file at the hit's line",
+        "picker previews of a teammate's file",
         "quickfix opens a teammate's file at the hit's line",
         "gd on a citation of a teammate's file",
         "workspace symbol of a teammate's file",

@@ -375,7 +375,7 @@ def test_namespaces_never_mix(pg_url, tmp_path):
         # Even asked by id, B's store answers only B's rows.
         with pg_store.reader(eb.primary.db) as r:
             assert r.chunks_by_ids(a_ids) == {}
-            assert r.file_info("memory/secret.md") is None
+            assert "memory/secret.md" not in r.file_infos(["memory/secret.md"])
 
 
 def test_forced_rebuilds_serialised_readers_answer(pg_url, tmp_path):

@@ -125,7 +125,7 @@ def assert_same_as_whole(engine: MemoryEngine, file: Path) -> None:
     assert [(s, e, t) for _, s, e, t, _ in rows(engine)] == expected_chunks(engine, file)
     src = render_transcript(file.read_bytes().decode("utf-8", errors="replace"))
     with engine.indexer.reader() as store:
-        info = store.file_info(PATH)
+        info = store.file_infos([PATH]).get(PATH)
     assert info is not None
     assert (info[1], info[2] or []) == (len(src.line_map), list(src.line_map))
 
@@ -295,7 +295,7 @@ def test_without_a_tail_state_the_next_growth_reads_whole(
             assert engine.sync("watch").appended == 1  # a tail, that leaves no tail state
         assert sql(engine.index_path, "SELECT tail FROM files WHERE path = ?", PATH) == [(None,)]
         with engine.indexer.reader() as store:
-            assert store.file_tail(PATH) is None and store.file_info(PATH) is not None
+            assert store.file_tail(PATH) is None and store.file_infos([PATH]).get(PATH) is not None
         append(file, jsonl(msg("user", "the manatee note")))
         assert engine.sync("watch").appended == 0
         append(file, jsonl(msg("user", "the sea cow note")))

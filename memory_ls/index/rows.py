@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+# (source, lines, line map, date) of an indexed file
+FileInfo = tuple[str, int, list[int] | None, str | None]
 
 
 @dataclass(frozen=True)
@@ -54,3 +58,13 @@ def to_blob(vec: np.ndarray) -> bytes:
 
 def from_blob(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
+
+
+def stored_line_map(line_map: str | None, tail: str | None) -> list[int] | None:
+    """A file row's line map (JSON), with the rendered lines of a transcript's unterminated
+    last JSONL line (its tail state's ``pending``) kept beside it."""
+    out = json.loads(line_map) if line_map else None
+    pending = json.loads(tail).get("pending") if tail else None
+    if pending:
+        out = (out or []) + pending
+    return out

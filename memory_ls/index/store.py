@@ -24,7 +24,7 @@ from . import schema, vectors
 from .cache import EmbeddingCache
 from .keyword_scan import KeywordScan
 from .line_vectors import LineVectors
-from .rows import ChunkRow, ChunkState, FileState, FileText, to_blob
+from .rows import ChunkRow, ChunkState, FileInfo, FileState, FileText, stored_line_map, to_blob
 from .schema import DatabaseError, connect, f16_blob, f32_blob, move_aside
 from .vocab import DocFrequencies
 
@@ -142,18 +142,15 @@ class Store:
                 ).fetchall()
         return {p: FileState(h, m, s) for p, h, m, s in rows}
 
-    def file_info(self, path: str) -> tuple[str, int, list[int] | None, str | None] | None:
-        """(source, lines, line map, date) of an indexed file."""
-        row = self.conn.execute(
-            "SELECT source, lines, line_map, date, tail FROM files WHERE path = ?", (path,)
-        ).fetchone()
-        if row is None:
-            return None
-        line_map = json.loads(row[2]) if row[2] else None
-        pending = json.loads(row[4]).get("pending") if row[4] else None
-        if pending:  # an unterminated last line's rendered lines, kept beside the map
-            line_map = (line_map or []) + pending
-        return row[0], row[1], line_map, row[3]
+    def file_infos(self, paths: Iterable[str]) -> dict[str, FileInfo]:
+        """(source, lines, line map, date) of each indexed file of ``paths``."""
+        wanted = list(dict.fromkeys(paths))
+        rows = self.conn.execute(
+            "SELECT path, source, lines, line_map, date, tail FROM files WHERE path IN "
+            f"({','.join('?' * len(wanted))})",
+            wanted,
+        ).fetchall()
+        return {p: (src, n, stored_line_map(m, tail), d) for p, src, n, m, d, tail in rows}
 
     def file_tail(self, path: str) -> tuple[int, dict[str, Any]] | None:
         """(lines, tail state) of a transcript indexed from disk, None when it has none."""

@@ -176,13 +176,10 @@ def highlight_rows(
     closest: Sequence[Mapping[int, float]] | None = None,
 ) -> list[Highlight]:
     """``highlight`` for chunks of the index, numbered with their files' line maps."""
-    maps: dict[str, list[int] | None] = {}
-    for r in rows:
-        if r.path not in maps:
-            info = store.file_info(r.path)
-            maps[r.path] = info[2] if info else None
+    infos = store.file_infos(r.path for r in rows) if rows else {}
+    maps = {path: info[2] for path, info in infos.items()}
     return highlight(
         query,
-        [(r.text, line_numbers(r.text, r.start_line, r.end_line, maps[r.path])) for r in rows],
+        [(r.text, line_numbers(r.text, r.start_line, r.end_line, maps.get(r.path))) for r in rows],
         closest,
     )

@@ -10,6 +10,9 @@ vim.opt.rtp:prepend(plugin_dir)
 
 local h = {}
 
+-- This folder: the stand-ins of the pickers are fake_pickers.lua here.
+h.dir = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h")
+
 h.out_path = assert(os.getenv("MEMORY_LS_TEST_OUT"), "MEMORY_LS_TEST_OUT is not set")
 h.server = os.getenv("MEMORY_LS_CMD") or "memory-ls"
 h.root = vim.fs.normalize(vim.fn.getcwd())

@@ -118,6 +118,31 @@ h.run(function()
     record("picker adapters", ok, vim.inspect({ detected = detected, fzf_entry = got.fzf_entry }))
   end)
 
+  check("picker previews of local hits", function()
+    -- Without a teammate's file in the list, each picker gets its own previewer, as before the
+    -- team previews, which shows each file from the disk at the hit's line.
+    local fake = dofile(h.dir .. "/fake_pickers.lua")
+    local items = {}
+    for _, hit in ipairs({ { "memory/people.md", 3 }, { "memory/2026-01-10-api-design.md", 6 } }) do
+      table.insert(items, { filename = root .. "/" .. hit[1], lnum = hit[2], text = "0.50 x",
+        user_data = { memory_ls = { path = hit[1] } } })
+    end
+    local bad = {}
+    for _, kind in ipairs(fake.KINDS) do
+      local run = fake.run(kind, items)
+      if run.previewer ~= run.stock or (kind == "telescope" and rawget(run.previewer, "preview") ~= nil) then
+        table.insert(bad, kind .. " got the previewer " .. vim.inspect(run.previewer))
+      end
+      for i, item in ipairs(items) do
+        local s = run.shown[i] or {}
+        if not vim.deep_equal(s.lines, vim.fn.readfile(item.filename)) or s.line ~= item.lnum then
+          table.insert(bad, string.format("%s showed for item %d: %s", kind, i, vim.inspect(s)))
+        end
+      end
+    end
+    record("picker previews of local hits", #bad == 0, table.concat(bad, "; "))
+  end)
+
   local client = h.attach(function()
     record("filetype markdown", vim.bo.filetype == "markdown", vim.bo.filetype)
   end)

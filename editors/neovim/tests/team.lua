@@ -73,6 +73,45 @@ h.run(function()
       and not s.modifiable, vim.inspect({ qf = first.text, lnum = first.lnum, shown = s }))
   end)
 
+  check("picker previews of a teammate's file", function()
+    -- A search's hit that only the team index has, a local file and a teammate's file the index
+    -- lacks, in each picker's stand-in: the team text at the hit's line, the disk as before, and
+    -- one line saying why; no message pops up meanwhile.
+    local fake = dofile(h.dir .. "/fake_pickers.lua")
+    local found
+    vim.cmd("edit " .. root .. "/MEMORY.md")
+    mls.search("quokka migration", { picker = function(items)
+      found = items
+    end })
+    wait(15000, function()
+      return found ~= nil
+    end, "the search")
+    local file = root .. "/MEMORY.md"
+    local items = {
+      found[1],
+      { filename = file, lnum = 3, text = "0.50 local", user_data = { memory_ls = { path = "MEMORY.md" } } },
+      { filename = "memory-ls://" .. root .. "/memory/nothing-here.md", lnum = 1, text = "0.40 (team) gone",
+        user_data = { memory_ls = { path = "memory/nothing-here.md", remote = true } } },
+    }
+    local before = #notes
+    local bad = {}
+    for _, kind in ipairs(fake.KINDS) do
+      local s = fake.run(kind, items).shown
+      if not (s[1] and vim.deep_equal(s[1].lines, want) and s[1].line == 3) then
+        table.insert(bad, kind .. " showed for the team hit: " .. vim.inspect(s[1]))
+      end
+      if not (s[2] and vim.deep_equal(s[2].lines, vim.fn.readfile(file)) and s[2].line == 3) then
+        table.insert(bad, kind .. " showed for the local file: " .. vim.inspect(s[2]))
+      end
+      local why = "memory-ls: cannot read memory/nothing-here.md from the team index: "
+      if not (s[3] and #s[3].lines == 1 and vim.startswith(s[3].lines[1], why)) then
+        table.insert(bad, kind .. " showed for the missing file: " .. vim.inspect(s[3]))
+      end
+    end
+    record("picker previews of a teammate's file", found[1].filename == uri and #bad == 0 and #notes == before,
+      table.concat(bad, "; ") .. " notes: " .. table.concat(vim.list_slice(notes, before + 1), " | "))
+  end)
+
   check("quickfix opens a teammate's file at the hit's line", function()
     forget(uri)
     vim.cmd("cfirst")

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..rows import FileState, FileText
+from ..rows import FileInfo, FileState, FileText, stored_line_map
 from .database import Session
 
 
@@ -40,22 +40,15 @@ def states(s: Session, paths: Iterable[str] | None = None) -> dict[str, FileStat
     return {p: FileState(h, m, sz) for p, h, m, sz in rows}
 
 
-def _line_map(line_map: str | None, tail: str | None) -> list[int] | None:
-    out = json.loads(line_map) if line_map else None
-    pending = json.loads(tail).get("pending") if tail else None
-    if pending:
-        out = (out or []) + pending
-    return out
-
-
-def info(s: Session, path: str) -> tuple[str, int, list[int] | None, str | None] | None:
-    row = s.q(
-        "SELECT source, lines, line_map, date, tail FROM memory_files WHERE ns = %s AND path = %s",
-        (s.ns, path),
-    ).fetchone()
-    if row is None:
-        return None
-    return row[0], row[1], _line_map(row[2], row[4]), row[3]
+def infos(s: Session, paths: Iterable[str]) -> dict[str, FileInfo]:
+    """One statement for all of a search's files: each is a round trip, and with 16 clients on
+    2 cores one took 9 ms p50 (five a search, bench/pg.py's workspace)."""
+    rows = s.q(
+        "SELECT path, source, lines, line_map, date, tail FROM memory_files "
+        "WHERE ns = %s AND path = ANY(%s)",
+        (s.ns, list(dict.fromkeys(paths))),
+    ).fetchall()
+    return {p: (src, n, stored_line_map(m, tail), d) for p, src, n, m, d, tail in rows}
 
 
 def upsert(
@@ -163,7 +156,7 @@ def read(s: Session, path: str, known: str | None = None) -> TeamFile | None:
     if row is None:
         return None
     if row[0] == known:
-        return TeamFile(None, _line_map(row[1], row[2]), row[0])
+        return TeamFile(None, stored_line_map(row[1], row[2]), row[0])
     parts = s.q(
         "SELECT string_agg(body, '' ORDER BY part), (array_agg(hash ORDER BY part DESC))[1], "
         "(array_agg(pending ORDER BY part DESC))[1] FROM memory_file_texts "
@@ -172,7 +165,7 @@ def read(s: Session, path: str, known: str | None = None) -> TeamFile | None:
     ).fetchone()
     body, last_hash, pending = parts if parts else (None, None, None)
     text = body + pending if body is not None and last_hash == row[0] else None
-    return TeamFile(text, _line_map(row[1], row[2]), row[0])
+    return TeamFile(text, stored_line_map(row[1], row[2]), row[0])
 
 
 def put_text(s: Session, path: str, hash_: str, text: FileText) -> bool:

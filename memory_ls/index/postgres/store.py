@@ -19,7 +19,7 @@ import psycopg.sql
 
 from ...chunking import Chunk
 from ..backend import ChunkChanges
-from ..rows import ChunkRow, ChunkState, FileState, from_blob, to_blob
+from ..rows import ChunkRow, ChunkState, FileInfo, FileState, from_blob, to_blob
 from . import files, keyword, pending, vectors
 from .cache import PgEmbeddingCache
 from .database import PgDatabase, Vector
@@ -120,8 +120,8 @@ class PgStore:
         )
         return {r[0] for r in rows}
 
-    def file_info(self, path: str) -> tuple[str, int, list[int] | None, str | None] | None:
-        return files.info(self, path)
+    def file_infos(self, paths: Iterable[str]) -> dict[str, FileInfo]:
+        return files.infos(self, paths)
 
     def file_tail(self, path: str) -> tuple[int, dict[str, Any]] | None:
         # No tail to append to while the file has no current text: read whole, it gets one.

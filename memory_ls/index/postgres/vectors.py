@@ -96,9 +96,13 @@ def knn(store: Session, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         return []
     dims, vt = int(len(query)), store.db.caps.vtype
     with store.conn.transaction():
-        if store.db.caps.iterative_scan:
-            store.q("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-        store.q("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(EF_SEARCH_MIN, 2 * k)),))
+        # One statement: with many clients on few cores every round trip queues.
+        iterative = ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+        store.q(
+            "SELECT set_config('hnsw.ef_search', %s, true)"
+            + (iterative if store.db.caps.iterative_scan else ""),
+            (str(max(EF_SEARCH_MIN, 2 * k)),),
+        )
         # Never prepared: PostgreSQL's generic plan of it (chosen after psycopg prepared it)
         # ran 3.5x slower than a plan made for the parameters (bench/pg.py --pooler).
         rows = store.q(

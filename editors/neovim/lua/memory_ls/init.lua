@@ -170,12 +170,18 @@ local function start_detached(root)
   return vim.lsp.start_client(cfg)
 end
 
+--- Where a teammate's file (its memory-ls:// URI) would be in this workspace, which tells its
+--- workspace.
+local function team_path(uri)
+  return vim.fs.normalize(vim.uri_to_fname("file" .. uri:sub(#M.TEAM_SCHEME + 1)))
+end
+
 --- The file a buffer stands for: its own, or for a teammate's file (a memory-ls:// buffer) where
---- it would be in this workspace, which tells its workspace; nil for other URLs and no name.
+--- it would be in this workspace; nil for other URLs and no name.
 local function buf_path(bufnr)
   local name = vim.api.nvim_buf_get_name(bufnr)
   if vim.startswith(name, M.TEAM_SCHEME .. "://") then
-    return vim.fs.normalize(vim.uri_to_fname("file" .. name:sub(#M.TEAM_SCHEME + 1)))
+    return team_path(name)
   end
   if name == "" or name:match("^%a[%w+.-]*://") then
     return nil
@@ -183,16 +189,9 @@ local function buf_path(bufnr)
   return vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))
 end
 
---- The memory_ls client for a buffer: attached to it, else the one whose root holds the
---- buffer's file (or the cwd), else the only one running.
-function M.get_client(bufnr)
-  bufnr = bufnr or vim.api.nvim_get_current_buf()
-  local attached = vim.lsp.get_clients({ name = M.NAME, bufnr = bufnr })
-  if attached[1] then
-    return attached[1]
-  end
+--- The memory_ls client whose root holds `path`, else the only one running.
+local function client_for_path(path)
   local all = vim.lsp.get_clients({ name = M.NAME })
-  local path = buf_path(bufnr) or vim.fs.normalize(vim.fn.getcwd())
   for _, c in ipairs(all) do
     local root = c.config.root_dir
     if root and (path == root or path:sub(1, #root + 1) == root .. "/") then
@@ -203,6 +202,17 @@ function M.get_client(bufnr)
     return all[1]
   end
   return nil
+end
+
+--- The memory_ls client for a buffer: attached to it, else the one whose root holds the
+--- buffer's file (or the cwd), else the only one running.
+function M.get_client(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local attached = vim.lsp.get_clients({ name = M.NAME, bufnr = bufnr })
+  if attached[1] then
+    return attached[1]
+  end
+  return client_for_path(buf_path(bufnr) or vim.fs.normalize(vim.fn.getcwd()))
 end
 
 --- Call `cb(client)` with an initialized client, starting one for the buffer's (or cwd's)
@@ -252,12 +262,11 @@ local function fill_keeping_marks(bufnr, lines)
   M._filling = nil
 end
 
---- An initialized client for a buffer's workspace, started if needed, waited for: a BufReadCmd
+--- An initialized client for the workspace of `path`, started if needed, waited for: a BufReadCmd
 --- must have filled its buffer when it returns.
-local function client_now(bufnr, timeout_ms)
-  local client = M.get_client(bufnr)
+local function client_now(path, timeout_ms)
+  local client = client_for_path(path)
   if not client then
-    local path = buf_path(bufnr) or vim.fn.getcwd()
     local root = util.find_root(path, M.config.root_markers)
     local id = root and start_detached(root)
     client = id and vim.lsp.get_client_by_id(id)
@@ -271,6 +280,25 @@ local function client_now(bufnr, timeout_ms)
   return client.initialized and vim.lsp.get_client_by_id(client.id) and client or nil
 end
 
+--- The text of a teammate's file (its memory-ls:// URI) from the team index, through memory/get:
+--- its lines, or nil and why not. Synchronous: waits up to `timeout_ms` for a server to start
+--- and as long again for the answer (opening waits long, a picker's preview briefly).
+function M.team_file_lines(uri, timeout_ms)
+  local client = client_now(team_path(uri), timeout_ms)
+  if not client then
+    return nil, "no memory-ls server for its workspace"
+  end
+  local resp, err = request_sync(client, "memory/get", { path = uri }, timeout_ms)
+  if err == "timeout" then
+    err = string.format("no answer within %g s", timeout_ms / 1000)
+  end
+  local problem = err or (resp == nil and "no answer") or (resp.err and (resp.err.message or vim.inspect(resp.err)))
+  if problem or type(resp.result) ~= "table" then
+    return nil, tostring(problem or "no text")
+  end
+  return vim.split(resp.result.text or "", "\n", { plain = true })
+end
+
 --- BufReadCmd of a memory-ls:// buffer, a file only a teammate has (a team index hit, symbol or
 --- citation): its text from the team index, read-only (there is no file here to write). Done
 --- synchronously, so that an LSP jump's cursor move right after the load lands on a real line.
@@ -279,20 +307,14 @@ function M.read_team_file(bufnr)
   local bo = vim.bo[bufnr]
   bo.swapfile = false
   bo.buftype = "nofile"
-  local client = client_now(bufnr, 10000)
-  if not client then
-    notify("cannot read " .. uri .. ": no memory-ls server for its workspace", vim.log.levels.ERROR)
-    return
-  end
-  local resp, err = request_sync(client, "memory/get", { path = uri }, 10000)
-  local problem = err or (resp == nil and "no answer") or (resp.err and (resp.err.message or vim.inspect(resp.err)))
-  if problem or type(resp.result) ~= "table" then
-    notify("cannot read " .. uri .. " from the team index: " .. tostring(problem or "no text"), vim.log.levels.ERROR)
+  local lines, problem = M.team_file_lines(uri, 10000)
+  if not lines then
+    notify("cannot read " .. uri .. " from the team index: " .. problem, vim.log.levels.ERROR)
     return
   end
   bo.readonly = false
   bo.modifiable = true
-  fill_keeping_marks(bufnr, vim.split(resp.result.text or "", "\n", { plain = true }))
+  fill_keeping_marks(bufnr, lines)
   bo.modifiable = false
   bo.readonly = true
   bo.modified = false
