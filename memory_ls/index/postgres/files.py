@@ -42,7 +42,7 @@ def states(s: Session, paths: Iterable[str] | None = None) -> dict[str, FileStat
 
 def infos(s: Session, paths: Iterable[str]) -> dict[str, FileInfo]:
     """One statement for all of a search's files: each is a round trip, and with 16 clients on
-    2 cores one took 9 ms p50 (five a search, bench/pg.py's workspace)."""
+    2 cores one file's took 8.8 ms p50 (about 2.7 a search, bench/pg.py's workspace)."""
     rows = s.q(
         "SELECT path, source, lines, line_map, date, tail FROM memory_files "
         "WHERE ns = %s AND path = ANY(%s)",
