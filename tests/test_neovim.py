@@ -28,6 +28,7 @@ from test_postgres import team, write_notes
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.index.postgres import URL_ENV
+from memory_ls.settings import SessionRoot
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / "editors" / "neovim"
@@ -216,7 +217,8 @@ def test_a_teammates_file_opens_read_only_from_the_team_index(tmp_path: Path) ->
     MEMORY.md, opens that file read-only from the index: by :edit, from a search hit (picker and
     quickfix), by gd on a citation and as a workspace symbol, at the right line. The Telescope,
     fzf-lua and snacks stand-ins preview it from the index too (a local file from the disk, a
-    file the index lacks as one line saying so)."""
+    file the index lacks as one line saying so). A transcript of a's agent (under a sessions
+    root, outside every workspace) opens from a search hit while a second server runs too."""
     url = shared_url()
     namespace = unique("nvim")
     a = write_notes(
@@ -226,15 +228,39 @@ def test_a_teammates_file_opens_read_only_from_the_team_index(tmp_path: Path) ->
             "memory/fresh.md": "# Fresh\n\nThe quokka migration is scheduled.\n",
         },
     )
-    with MemoryEngine(a, team(url, namespace)) as engine:
+    # a's agent keeps a transcript under a sessions root outside the workspace; b names a root
+    # of the same name, where b's agent has nothing.
+    a_sessions, b_sessions = tmp_path / "a-agent", tmp_path / "b-agent"
+    a_sessions.mkdir()
+    b_sessions.mkdir()
+    (a_sessions / "run-7.jsonl").write_text(
+        "".join(
+            json.dumps({"type": "message", "message": {"role": role, "content": text}}) + "\n"
+            for role, text in (
+                ("user", "Where do the gannets nest?"),
+                ("assistant", "The gannets nest on the north cliffs."),
+            )
+        )
+    )
+    s = team(url, namespace)
+    s.sources = ["memory", "sessions"]
+    s.sessions.roots = [SessionRoot(str(a_sessions), name="agent")]
+    with MemoryEngine(a, s) as engine:
         engine.sync()
-    toml = f'[store]\nbackend = "postgres"\n\n[store.postgres]\nnamespace = "{namespace}"\n'
+    toml = (
+        'sources = ["memory", "sessions"]\n\n[[sessions.roots]]\n'
+        f'path = "{b_sessions}"\nname = "agent"\n\n'
+        f'[store]\nbackend = "postgres"\n\n[store.postgres]\nnamespace = "{namespace}"\n'
+    )
     b = write_notes(
         tmp_path / "b",
         {"MEMORY.md": "# Memory of b\n\nSee memory/fresh.md#L3.\n", ".memory-ls.toml": toml},
     )
+    # A second workspace, so that two servers run when the transcript is opened.
+    c = write_notes(tmp_path / "c", {"MEMORY.md": "# Memory of c\n"})
     # The URL (password included) only in the environment, as a user would keep it.
-    data = play(TEAM_SCRIPT, b, tmp_path, **{URL_ENV: url})
+    env = {URL_ENV: url, "MEMORY_LS_TEST_OTHER_WS": str(c)}
+    data = play(TEAM_SCRIPT, b, tmp_path, **env)
     for name in (
         "attach",
         ":edit of a teammate's file",
@@ -244,6 +270,7 @@ def test_a_teammates_file_opens_read_only_from_the_team_index(tmp_path: Path) ->
         "gd on a citation of a teammate's file",
         "workspace symbol of a teammate's file",
         "a file the team index lacks says so",
+        "a teammate's transcript with two servers running",
     ):
         passed(data, name)
     bad = [f"{c['name']}: {c['detail']}" for c in data["checks"] if not c["ok"]]

@@ -162,4 +162,39 @@ h.run(function()
     record("a file the team index lacks says so",
       said:find("memory-ls: cannot read " .. missing .. " from the team index", 1, true) ~= nil, said)
   end)
+
+  check("a teammate's transcript with two servers running", function()
+    -- A transcript of a teammate's agent is under a sessions root, outside every workspace: with
+    -- a second server running (for another workspace), neither root holds it, and the server
+    -- that has it in its team index must still be found.
+    local other = assert(os.getenv("MEMORY_LS_TEST_OTHER_WS"), "MEMORY_LS_TEST_OTHER_WS is not set")
+    vim.cmd("edit " .. other .. "/MEMORY.md")
+    wait(30000, function()
+      local c = vim.lsp.get_clients({ name = "memory_ls", bufnr = 0 })[1]
+      return c ~= nil and c.initialized and c.config.root_dir == vim.fs.normalize(other)
+    end, "a second server, for " .. other)
+    vim.cmd("edit " .. root .. "/MEMORY.md")
+    local found
+    mls.search("where do the gannets nest", { picker = function(items)
+      found = items
+    end })
+    wait(15000, function()
+      return found ~= nil
+    end, "the search")
+    local hit
+    for _, item in ipairs(found) do
+      if item.user_data.memory_ls.path == "sessions:agent/run-7.jsonl" then
+        hit = item
+      end
+    end
+    assert(hit, "no hit of the transcript: " .. vim.inspect(found))
+    local before = #notes
+    vim.cmd("edit " .. vim.fn.fnameescape(hit.filename))
+    local s = shown()
+    local text = table.concat(s.lines, "\n")
+    record("a teammate's transcript with two servers running", #vim.lsp.get_clients({ name = "memory_ls" }) == 2
+      and vim.startswith(hit.filename, "memory-ls://") and s.name == hit.filename
+      and text:find("The gannets nest on the north cliffs.", 1, true) ~= nil and not s.modifiable
+      and #notes == before, vim.inspect({ hit = hit.filename, shown = s, notes = vim.list_slice(notes, before + 1) }))
+  end)
 end)

@@ -280,23 +280,47 @@ local function client_now(path, timeout_ms)
   return client.initialized and vim.lsp.get_client_by_id(client.id) and client or nil
 end
 
+--- The servers that may know a teammate's file: the one for its workspace (started if needed), or,
+--- for a file outside every workspace (a teammate's transcript under sessions.roots), every
+--- running one: which of them has it in its team index only they can say.
+local function team_clients(path, timeout_ms)
+  local client = client_now(path, timeout_ms)
+  if client then
+    return { client }
+  end
+  local out = {}
+  for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
+    if c.initialized then
+      table.insert(out, c)
+    end
+  end
+  return out
+end
+
 --- The text of a teammate's file (its memory-ls:// URI) from the team index, through memory/get:
 --- its lines, or nil and why not. Synchronous: waits up to `timeout_ms` for a server to start
---- and as long again for the answer (opening waits long, a picker's preview briefly).
+--- and as long again for each server's answer (opening waits long, a picker's preview briefly).
 function M.team_file_lines(uri, timeout_ms)
-  local client = client_now(team_path(uri), timeout_ms)
-  if not client then
+  local clients = team_clients(team_path(uri), timeout_ms)
+  if #clients == 0 then
     return nil, "no memory-ls server for its workspace"
   end
-  local resp, err = request_sync(client, "memory/get", { path = uri }, timeout_ms)
-  if err == "timeout" then
-    err = string.format("no answer within %g s", timeout_ms / 1000)
+  local problems = {}
+  for _, client in ipairs(clients) do
+    local resp, err = request_sync(client, "memory/get", { path = uri }, timeout_ms)
+    if err == "timeout" then
+      err = string.format("no answer within %g s", timeout_ms / 1000)
+    end
+    local problem = err or (resp == nil and "no answer") or (resp.err and (resp.err.message or vim.inspect(resp.err)))
+    if not problem and type(resp.result) == "table" then
+      return vim.split(resp.result.text or "", "\n", { plain = true })
+    end
+    problem = tostring(problem or "no text")
+    if not vim.tbl_contains(problems, problem) then
+      table.insert(problems, problem)
+    end
   end
-  local problem = err or (resp == nil and "no answer") or (resp.err and (resp.err.message or vim.inspect(resp.err)))
-  if problem or type(resp.result) ~= "table" then
-    return nil, tostring(problem or "no text")
-  end
-  return vim.split(resp.result.text or "", "\n", { plain = true })
+  return nil, table.concat(problems, "; ")
 end
 
 --- BufReadCmd of a memory-ls:// buffer, a file only a teammate has (a team index hit, symbol or
