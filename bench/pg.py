@@ -11,6 +11,11 @@ topic as real embeddings are, unlike uniform random vectors, the worst case for 
     python bench/pg.py --chunks 100000            # starts a PostgreSQL with tests/pg_server.sh
     python bench/pg.py --chunks 100000 --url postgresql://...   # or MEMORY_LS_PG_URL
     python bench/pg.py --chunks 10000 --pooler    # and through PgBouncer in transaction mode
+    python bench/pg.py --shared-buffers 128MB     # its own server at initdb's default cache
+
+The server it starts itself gets ``shared_buffers`` 1 GB (``--shared-buffers``): a server sized
+for its data, as managed services are (about a quarter of their memory), where initdb's 128 MB
+is smaller than the HNSW index of 100k chunks alone. The table says what the server had.
 """
 
 from __future__ import annotations
@@ -139,6 +144,15 @@ def hnsw(url: str, engine: Any, queries: list[str], rp: Any) -> dict[str, Any]:
     return out
 
 
+def server_memory(engine: Any) -> dict[str, Any]:
+    """The server's buffer cache against the search indexes, as ``memory-ls status`` says."""
+    from memory_ls.index.postgres import store as pg_store
+    from memory_ls.index.postgres.sizing import search_memory
+
+    with pg_store.reader(engine.primary.db) as store:
+        return search_memory(store).to_json()
+
+
 def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     from memory_ls.engine import MemoryEngine
     from memory_ls.settings import Settings
@@ -165,6 +179,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         s.store.postgres.timeout_ms = 30_000  # measure slow queries, do not fall back on them
         with MemoryEngine(tmp / "ws", s, provider=rp, index_path=tmp / "b.sqlite") as e:
             out["postgres"] = measure(e, queries, args.clients)
+            out["server"] = server_memory(e)
             out["hnsw"] = hnsw(url, e, queries, rp)
             h = out["hnsw"]
             log(f"  HNSW recall@10 {h['recall10']:.3f}, bulk build {h['bulkBuildS']:.1f} s")
@@ -208,6 +223,15 @@ def report(r: dict[str, Any]) -> str:
             for k in (1, n):
                 label = f"{mode} x{k} after the bulk build: direct / through PgBouncer"
                 rows.append([label, "-", f"{fmt(d[f'{mode}{k}'])} / {fmt(p[f'{mode}{k}'])}"])
+    m = r["server"]
+    indexes = ", ".join(f"{k} {v:.0f}" for k, v in m["searchIndexesMB"].items())
+    rows.append(
+        [
+            "server shared_buffers / search indexes",
+            "-",
+            f"{m['sharedBuffersMB']:.0f} MB / {indexes} MB",
+        ]
+    )
     h = r["hnsw"]
     rows.append(["vector recall@10 vs exact, passages", "1.000 (exact)", f"{h['recall10']:.3f}"])
     rows.append(
@@ -243,8 +267,13 @@ def main(argv: list[str] | None = None) -> int:
         help="also search through PgBouncer in transaction mode in front of the same server "
         "(tests/pg_server.sh bouncer; needs Debian's pgbouncer)",
     )
+    ap.add_argument(
+        "--shared-buffers",
+        default="1GB",
+        help="shared_buffers of the server this script starts (not of one given by --url)",
+    )
     args = ap.parse_args(argv)
-    with postgres(args.url) as url:
+    with postgres(args.url, args.shared_buffers) as url:
         res = run(args, url)
     print(report(res))
     if args.json:

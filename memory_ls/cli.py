@@ -151,6 +151,14 @@ def cmd_status(args: argparse.Namespace) -> int:
             if team["problem"]:
                 answering += f": {team['problem']}"
             print(f"answering   {answering}")
+            if "server" in team:
+                srv = team["server"]
+                print(
+                    f"server      shared_buffers {srv['sharedBuffersMB']:.0f} MB, search "
+                    f"indexes {sum(srv['searchIndexesMB'].values()):.0f} MB"
+                )
+                if srv["hint"]:
+                    print(f"hint        {srv['hint']}")
         print(f"files       {st['files']}  chunks {st['chunks']}  {st['chunksBySource']}")
         print(f"mode        {st['mode']}" + (f"  ({st['providerReason']})" if not prov else ""))
         if prov:

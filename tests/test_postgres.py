@@ -30,6 +30,7 @@ from memory_ls.index.postgres import PgDatabase, redact
 from memory_ls.index.postgres import store as pg_store
 from memory_ls.index.postgres.errors import describe, scrub
 from memory_ls.index.postgres.migrations import vector_type_for
+from memory_ls.index.postgres.sizing import SearchMemory
 from memory_ls.index.postgres.tokens import index_text, parse_match
 from memory_ls.search.query import match_expression, query_terms
 from memory_ls.settings import Settings
@@ -193,6 +194,29 @@ def test_hybrid_on_pgvector(pg_url, tmp_path):
         st = eng.status()
         assert st["vectorBackend"] == "pgvector" and st["pendingEmbeddings"] == 0
         assert rows(pg_url, "SELECT 1 FROM pg_indexes WHERE indexname = 'memory_vectors_hnsw_16'")
+        # What a search reads against the server's buffer cache, as the server reports it.
+        server = st["store"]["server"]
+        [(shared,)] = rows(pg_url, "SELECT pg_size_bytes(current_setting('shared_buffers'))")
+        assert server["sharedBuffersMB"] == round(shared / 2**20, 1)
+        sizes = dict(
+            rows(
+                pg_url,
+                "SELECT indexname, pg_relation_size(indexname::regclass) FROM pg_indexes "
+                "WHERE indexname IN ('memory_vectors_hnsw_16', 'memory_chunks_tsv')",
+            )
+        )
+        assert len(sizes) == 2 and "memory_vectors_pkey" not in server["searchIndexesMB"]
+        for name, size in sizes.items():
+            assert server["searchIndexesMB"][name] == round(size / 2**20, 1)
+
+
+def test_status_hints_when_the_search_indexes_outgrow_the_buffer_cache():
+    fits = SearchMemory(128 * 2**20, {"memory_vectors_hnsw_384": 90 * 2**20, "tsv": 30 * 2**20})
+    assert fits.hint() is None and fits.to_json()["hint"] is None
+    short = SearchMemory(128 * 2**20, {"memory_vectors_hnsw_384": 127 * 2**20, "tsv": 55 * 2**20})
+    hint = short.hint()
+    assert hint is not None and "182 MB" in hint and "128 MB" in hint and "shared_buffers" in hint
+    assert short.to_json()["searchIndexesMB"] == {"memory_vectors_hnsw_384": 127.0, "tsv": 55.0}
 
 
 def test_a_backfill_leaves_the_planner_the_tables_size(pg_url, tmp_path):

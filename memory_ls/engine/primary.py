@@ -25,6 +25,7 @@ import numpy as np
 import psycopg
 
 from ..index.postgres import URL_ENV, PgDatabase, PgStore, PrimaryUnavailable, describe, redact
+from ..index.postgres.sizing import search_memory
 from ..index.postgres.store import reader as pg_reader
 from ..index.postgres.store import writer as pg_writer
 from ..index.sync import (
@@ -352,7 +353,8 @@ class Primary:
     # -- status -----------------------------------------------------------------------------------
     def status(self) -> tuple[dict[str, Any], dict[str, object] | None]:
         """(what status shows about the team index, its counts when it answered)."""
-        counts = self.read(lambda store: store.counts())
+        read = self.read(lambda store: (store.counts(), search_memory(store)))
+        counts, memory = read if read is not None else (None, None)
         db = self.db
         out: dict[str, Any] = {
             "backend": "postgres",
@@ -367,6 +369,8 @@ class Primary:
         }
         if db is not None:
             out.update(pgvector=db.caps.pgvector, vectorType=db.caps.vtype, schema=db.caps.schema)
+        if memory is not None:
+            out["server"] = memory.to_json()
         return out, counts
 
     def close(self) -> None:
