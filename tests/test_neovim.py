@@ -270,6 +270,7 @@ def test_a_teammates_file_opens_read_only_from_the_team_index(tmp_path: Path) ->
         "gd on a citation of a teammate's file",
         "workspace symbol of a teammate's file",
         "a file the team index lacks says so",
+        "checkhealth names the team index",
         "a teammate's transcript with two servers running",
     ):
         passed(data, name)

@@ -163,6 +163,16 @@ h.run(function()
       said:find("memory-ls: cannot read " .. missing .. " from the team index", 1, true) ~= nil, said)
   end)
 
+  check("checkhealth names the team index", function()
+    vim.cmd("checkhealth memory_ls")
+    local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    vim.cmd("bwipeout")
+    local password = os.getenv("MEMORY_LS_PG_URL"):match("^postgresql://[^:]*:([^@]*)@")
+    record("checkhealth names the team index", text:find("team index postgresql://", 1, true) ~= nil
+      and text:find("answering postgres", 1, true) ~= nil and password ~= nil and password ~= ""
+      and text:find(password, 1, true) == nil, text)
+  end)
+
   check("a teammate's transcript with two servers running", function()
     -- A transcript of a teammate's agent is under a sessions root, outside every workspace: with
     -- a second server running (for another workspace), neither root holds it, and the server

@@ -57,6 +57,20 @@ local function report_mode(st)
       if f.fallbackReason and f.fallbackReason ~= vim.NIL then
         health.warn(string.format("%s: fallback active: %s", where, f.fallbackReason))
       end
+      local team = f.store
+      if type(team) == "table" and team.backend == "postgres" then
+        local msg = string.format("%s: team index %s, namespace %s, answering %s", where, tostring(team.url),
+          tostring(team.namespace), tostring(team.answering))
+        if team.problem and team.problem ~= vim.NIL then
+          health.warn(msg .. ": " .. tostring(team.problem))
+        else
+          health.ok(msg)
+        end
+        local srv = team.server
+        if type(srv) == "table" and srv.hint and srv.hint ~= vim.NIL then
+          health.warn(string.format("%s: team index server: %s", where, srv.hint))
+        end
+      end
       if type(f.settingsProblems) == "table" and #f.settingsProblems > 0 then
         health.warn(string.format("%s: settings problems", where), f.settingsProblems)
       end
