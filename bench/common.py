@@ -161,6 +161,28 @@ def env_isolate(tmp: Path) -> None:
     os.environ["XDG_CONFIG_HOME"] = str(tmp / "xdg-config")
 
 
+PG_SCRIPT = str(REPO / "tests" / "pg_server.sh")
+
+
+def pg_up(folder: str) -> str:
+    """Start the throwaway server in ``folder`` (made the first time); its superuser URL."""
+    cmd = ["bash", PG_SCRIPT, "up", folder, sys.executable]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def pg_restart(folder: str, url: str, shared_buffers: str) -> str:
+    """Restart the running server in ``folder`` with ``shared_buffers``; its URL."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers))
+        )
+    subprocess.run(["bash", PG_SCRIPT, "down", folder], check=True)
+    return pg_up(folder)
+
+
 @contextmanager
 def postgres(url: str = "", shared_buffers: str = "") -> Iterator[str]:
     """``url``, or the superuser URL of a throwaway PostgreSQL + pgvector started with
@@ -169,25 +191,12 @@ def postgres(url: str = "", shared_buffers: str = "") -> Iterator[str]:
     if url:
         yield url
         return
-    script = str(REPO / "tests" / "pg_server.sh")
     folder = tempfile.mkdtemp(prefix="memory-ls-bench-pg-", dir="/tmp")
-
-    def up() -> str:
-        cmd = ["bash", script, "up", folder, sys.executable]
-        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
-
     try:
-        url = up()
-        if shared_buffers:
-            import psycopg
-
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
-            subprocess.run(["bash", script, "down", folder], check=True)
-            url = up()
-        yield url
+        url = pg_up(folder)
+        yield pg_restart(folder, url, shared_buffers) if shared_buffers else url
     finally:
-        subprocess.run(["bash", script, "rm", folder])
+        subprocess.run(["bash", PG_SCRIPT, "rm", folder])
 
 
 EVAL_DIR = REPO.parent / "shared" / "eval"

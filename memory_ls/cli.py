@@ -153,9 +153,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"answering   {answering}")
             if "server" in team:
                 srv = team["server"]
+                size = sum(srv["searchIndexesMB"].values())
+                indexes = f"{size:.0f} MB" if srv["searchIndexesMB"] else "none found"
                 print(
-                    f"server      shared_buffers {srv['sharedBuffersMB']:.0f} MB, search "
-                    f"indexes {sum(srv['searchIndexesMB'].values()):.0f} MB"
+                    f"server      shared_buffers {srv['sharedBuffersMB']:.0f} MB, indexes {indexes}"
                 )
                 if srv["hint"]:
                     print(f"hint        {srv['hint']}")

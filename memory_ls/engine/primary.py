@@ -25,7 +25,7 @@ import numpy as np
 import psycopg
 
 from ..index.postgres import URL_ENV, PgDatabase, PgStore, PrimaryUnavailable, describe, redact
-from ..index.postgres.sizing import search_memory
+from ..index.postgres.sizing import SearchMemory, search_memory
 from ..index.postgres.store import reader as pg_reader
 from ..index.postgres.store import writer as pg_writer
 from ..index.sync import (
@@ -353,8 +353,7 @@ class Primary:
     # -- status -----------------------------------------------------------------------------------
     def status(self) -> tuple[dict[str, Any], dict[str, object] | None]:
         """(what status shows about the team index, its counts when it answered)."""
-        read = self.read(lambda store: (store.counts(), search_memory(store)))
-        counts, memory = read if read is not None else (None, None)
+        counts = self.read(lambda store: store.counts())
         db = self.db
         out: dict[str, Any] = {
             "backend": "postgres",
@@ -369,9 +368,20 @@ class Primary:
         }
         if db is not None:
             out.update(pgvector=db.caps.pgvector, vectorType=db.caps.vtype, schema=db.caps.schema)
-        if memory is not None:
-            out["server"] = memory.to_json()
+            memory = self._search_memory(db)
+            if memory is not None:
+                out["server"] = memory.to_json()
         return out, counts
+
+    def _search_memory(self, db: PgDatabase) -> SearchMemory | None:
+        """The server's buffer cache against the search indexes; None when it cannot be read
+        (a diagnostic: never a reason to leave the primary)."""
+        try:
+            with pg_reader(db) as store:
+                return search_memory(store)
+        except PRIMARY_ERRORS as exc:
+            log.info("could not read the server's buffer cache size: %s", describe(exc, self.url))
+            return None
 
     def close(self) -> None:
         with self.lock:

@@ -1,11 +1,11 @@
 """Whether the server's buffer cache can hold what a search reads.
 
-A search walks the HNSW graph (about 4,000 of its pages at 100k chunks) and the keyword GIN
-index. When ``shared_buffers`` is smaller than those indexes, each search copies pages in from
-the operating system's cache and evicts others: at 113,757 chunks with PostgreSQL's default of
-128 MB (smaller than the HNSW index alone), one client's hybrid p95 was 41-48 ms against 27-32
-with 1 GB (README, "Sizing the server"). memory-ls cannot change a server setting; status says
-when it is short, so whoever runs the server can.
+A search walks the HNSW graph (4,180 buffers touched a search at 113,757 chunks) and the
+keyword GIN index. When ``shared_buffers`` is smaller than those indexes, each search copies
+pages in from the operating system's cache and evicts others: there, with initdb's default of
+128 MB (smaller than the HNSW index alone), one client's hybrid p95 was 44-46 ms against 30-39
+with 1 GB (README, "Sizing the server", bench/pg_buffers.py). memory-ls cannot change a server
+setting; status says when it is short, so whoever runs the server can.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def search_memory(store: Session) -> SearchMemory:
     tables (shared by all namespaces: they compete for one cache). Any role may read these."""
     shared = store.q("SELECT pg_size_bytes(current_setting('shared_buffers'))").fetchone()
     rows = store.q(
-        "SELECT c.relname, pg_relation_size(c.oid) FROM pg_index i "
+        # coalesce: an index dropped meanwhile has no size
+        "SELECT c.relname, coalesce(pg_relation_size(c.oid), 0) FROM pg_index i "
         "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
         "WHERE i.indrelid IN (to_regclass('memory_vectors'), to_regclass('memory_chunks')) "
         "AND a.amname IN ('hnsw', 'gin')"

@@ -59,7 +59,8 @@ local function report_mode(st)
       end
       local team = f.store
       if type(team) == "table" and team.backend == "postgres" then
-        local msg = string.format("%s: team index %s, namespace %s, answering %s", where, tostring(team.url),
+        local url = (team.url ~= vim.NIL and team.url) or "(no URL set)"
+        local msg = string.format("%s: team index %s, namespace %s, answering %s", where, tostring(url),
           tostring(team.namespace), tostring(team.answering))
         if team.problem and team.problem ~= vim.NIL then
           health.warn(msg .. ": " .. tostring(team.problem))

@@ -189,8 +189,8 @@ local function buf_path(bufnr)
   return vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))
 end
 
---- The memory_ls client whose root holds `path`, else the only one running.
-local function client_for_path(path)
+--- The memory_ls client whose root holds `path`, else (unless `strict`) the only one running.
+local function client_for_path(path, strict)
   local all = vim.lsp.get_clients({ name = M.NAME })
   for _, c in ipairs(all) do
     local root = c.config.root_dir
@@ -198,7 +198,7 @@ local function client_for_path(path)
       return c
     end
   end
-  if #all == 1 then
+  if #all == 1 and not strict then
     return all[1]
   end
   return nil
@@ -262,62 +262,64 @@ local function fill_keeping_marks(bufnr, lines)
   M._filling = nil
 end
 
---- An initialized client for the workspace of `path`, started if needed, waited for: a BufReadCmd
---- must have filled its buffer when it returns.
-local function client_now(path, timeout_ms)
-  local client = client_for_path(path)
-  if not client then
-    local root = util.find_root(path, M.config.root_markers)
-    local id = root and start_detached(root)
-    client = id and vim.lsp.get_client_by_id(id)
-  end
-  if not client then
-    return nil
-  end
-  vim.wait(timeout_ms, function()
-    return client.initialized or vim.lsp.get_client_by_id(client.id) == nil
-  end, 20)
-  return client.initialized and vim.lsp.get_client_by_id(client.id) and client or nil
+local function now_ms()
+  return (vim.uv or vim.loop).hrtime() / 1e6
 end
 
---- The servers that may know a teammate's file: the one for its workspace (started if needed), or,
---- for a file outside every workspace (a teammate's transcript under sessions.roots), every
---- running one: which of them has it in its team index only they can say.
-local function team_clients(path, timeout_ms)
-  local client = client_now(path, timeout_ms)
-  if client then
-    return { client }
+--- The servers to ask for a teammate's file, in order: the one whose workspace holds it; else
+--- every running one (a teammate's transcript under sessions.roots is in no workspace, and
+--- only the servers know whose team index has it); else one started for the file's workspace.
+local function team_clients(path)
+  local home = client_for_path(path, true)
+  if home then
+    return { home }
   end
-  local out = {}
-  for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
-    if c.initialized then
-      table.insert(out, c)
-    end
+  local running = vim.lsp.get_clients({ name = M.NAME })
+  if #running > 0 then
+    return running
   end
-  return out
+  local root = util.find_root(path, M.config.root_markers)
+  local id = root and start_detached(root)
+  local started = id and vim.lsp.get_client_by_id(id)
+  return started and { started } or {}
 end
 
 --- The text of a teammate's file (its memory-ls:// URI) from the team index, through memory/get:
---- its lines, or nil and why not. Synchronous: waits up to `timeout_ms` for a server to start
---- and as long again for each server's answer (opening waits long, a picker's preview briefly).
+--- its lines, or nil and why not. Synchronous (a BufReadCmd must have filled its buffer when it
+--- returns): waits at most `timeout_ms` in all, for a server to start and for the answers
+--- (opening waits long, a picker's preview briefly).
 function M.team_file_lines(uri, timeout_ms)
-  local clients = team_clients(team_path(uri), timeout_ms)
+  local deadline = now_ms() + timeout_ms
+  local clients = team_clients(team_path(uri))
   if #clients == 0 then
     return nil, "no memory-ls server for its workspace"
   end
   local problems = {}
-  for _, client in ipairs(clients) do
-    local resp, err = request_sync(client, "memory/get", { path = uri }, timeout_ms)
-    if err == "timeout" then
-      err = string.format("no answer within %g s", timeout_ms / 1000)
-    end
-    local problem = err or (resp == nil and "no answer") or (resp.err and (resp.err.message or vim.inspect(resp.err)))
-    if not problem and type(resp.result) == "table" then
-      return vim.split(resp.result.text or "", "\n", { plain = true })
-    end
-    problem = tostring(problem or "no text")
+  local function note(problem)
+    problem = tostring(problem)
     if not vim.tbl_contains(problems, problem) then
       table.insert(problems, problem)
+    end
+  end
+  for _, client in ipairs(clients) do
+    vim.wait(math.max(0, deadline - now_ms()), function()
+      return client.initialized or vim.lsp.get_client_by_id(client.id) == nil
+    end, 20)
+    local left = math.floor(deadline - now_ms())
+    if not (client.initialized and vim.lsp.get_client_by_id(client.id)) then
+      note(left > 0 and "its server stopped" or string.format("no server ready within %g s", timeout_ms / 1000))
+    elseif left <= 0 then
+      note(string.format("no answer within %g s", timeout_ms / 1000))
+    else
+      local resp, err = request_sync(client, "memory/get", { path = uri }, left)
+      if err == "timeout" then
+        err = string.format("no answer within %g s", timeout_ms / 1000)
+      end
+      local problem = err or (resp == nil and "no answer") or (resp.err and (resp.err.message or vim.inspect(resp.err)))
+      if not problem and type(resp.result) == "table" then
+        return vim.split(resp.result.text or "", "\n", { plain = true })
+      end
+      note(problem or "no text")
     end
   end
   return nil, table.concat(problems, "; ")
