@@ -89,6 +89,32 @@ def test_a_role_that_may_not_merge_still_syncs_and_answers(pg_url, tmp_path: Pat
         rows(pg_url, f'DROP ROLE IF EXISTS "{role}"')
 
 
+def test_the_statistics_keep_the_frequencies_of_ten_times_the_lexemes(pg_url, tmp_path: Path):
+    """Schema version 4 raises the tsvector column's statistics target, so ANALYZE keeps the
+    frequencies of more lexemes than its default thousand (keyword.py then need not count
+    them): here all 1,200 words that 3 of 360 notes each hold."""
+    with scratch_database(pg_url) as db_url:
+        ws = tmp_path / "ws"
+        for i in range(360):
+            words = " ".join(f"qz{(i // 3) * 10 + j}" for j in range(10))
+            write(ws, f"memory/n{i}.md", f"# Note {i}\n\n{words}\n")
+        with MemoryEngine(ws, team(db_url, unique("stats"))) as e:
+            e.sync()
+        target = (
+            "SELECT attstattarget FROM pg_attribute WHERE attrelid = 'memory_chunks'::regclass "
+        )
+        assert rows(db_url, target + "AND attname = 'tsv'") == [(1000,)]
+        kept = (
+            "SELECT count(*) FROM pg_stats, unnest(most_common_elems::text::text[]) e "
+            "WHERE tablename = 'memory_chunks' AND attname = 'tsv' AND starts_with(e, 'qz')"
+        )
+        rows(db_url, "ANALYZE memory_chunks")
+        assert rows(db_url, kept) == [(1200,)]
+        rows(db_url, "ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS -1")
+        rows(db_url, "ANALYZE memory_chunks")
+        assert rows(db_url, kept)[0][0] < 1000  # the default's
+
+
 def test_common_words_take_their_frequency_from_the_statistics(pg_url, tmp_path: Path, monkeypatch):
     """A word that ANALYZE's statistics show in STATS_DF_FROM chunks or more is not counted
     (a count visits a heap row per match); its frequency is the statistics' share of the
