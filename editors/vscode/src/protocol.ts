@@ -100,6 +100,19 @@ export interface SyncInfo {
 }
 
 /** One workspace folder's status (the engine's `status()`); every field optional on purpose. */
+/** Where the folder's index lives: `{backend: "sqlite", answering: "sqlite"}`, or the team index. */
+export interface StoreStatus {
+  backend: string;
+  /** "postgres", or "sqlite" while the local fallback answers (`problem` says why). */
+  answering: string;
+  /** The team index's URL, its password masked. */
+  url?: string | null;
+  namespace?: string;
+  problem?: string | null;
+  /** The server's buffer cache against the indexes a search reads; `hint` when they do not fit. */
+  server?: { sharedBuffersMB: number; searchIndexesMB: Record<string, number>; hint: string | null };
+}
+
 export interface FolderStatus {
   root?: string;
   folder?: string;
@@ -130,6 +143,7 @@ export interface FolderStatus {
   pendingEdits?: number;
   /** The folder's index could not be opened. */
   error?: string;
+  store?: StoreStatus;
   [key: string]: unknown;
 }
 

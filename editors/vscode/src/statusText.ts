@@ -1,7 +1,7 @@
 // Status bar text, progress tracking and the readable status document. Pure.
 
 import type * as P from './protocol';
-import type { FolderStatus, StatusResult, WorkDoneValue } from './protocol';
+import type { FolderStatus, StatusResult, StoreStatus, WorkDoneValue } from './protocol';
 import { modeLabel } from './searchItems';
 
 export interface ProgressState {
@@ -189,6 +189,12 @@ function syncLine(s: FolderStatus['lastSync']): string {
   return [parts.join(', '), counts.join(', ')].filter(Boolean).join(': ');
 }
 
+function serverLine(s: NonNullable<StoreStatus['server']>): string {
+  const indexes = Object.values(s.searchIndexesMB).reduce((a, b) => a + b, 0);
+  const sizes = Object.keys(s.searchIndexesMB).length ? `search indexes ${Math.round(indexes)} MB` : 'no search indexes found';
+  return `shared_buffers ${Math.round(s.sharedBuffersMB)} MB, ${sizes}${s.hint ? `: ${s.hint}` : ''}`;
+}
+
 function folderSection(f: FolderStatus, heading: boolean): string[] {
   const out: string[] = [];
   if (heading) {
@@ -204,9 +210,13 @@ function folderSection(f: FolderStatus, heading: boolean): string[] {
         .map(([k, v]) => `${k} ${v}`)
         .join(', ')
     : '';
+  const team = f.store?.backend === 'postgres' ? f.store : undefined;
   const rows: [string, unknown][] = [
     ['Search mode', modeDetail],
     ['Active fallback', f.fallbackReason],
+    ['Team index', team ? `${team.url ?? '(no URL set)'}, namespace ${team.namespace ?? '-'}` : undefined],
+    ['Answering', team ? `${team.answering}${team.problem ? `: ${team.problem}` : ''}` : undefined],
+    ['Team index server', team?.server ? serverLine(team.server) : undefined],
     ['Files', f.files],
     ['Chunks', f.chunks !== undefined ? `${f.chunks}${bySource ? ` (${bySource})` : ''}` : undefined],
     ['Error', f.error],

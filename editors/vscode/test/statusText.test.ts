@@ -94,6 +94,39 @@ test('statusMarkdown is a readable document', () => {
   assert.match(multi, /## \/other/);
 });
 
+test('statusMarkdown shows the team index, why it does not answer, and its server', () => {
+  // `store` as `memory-ls status --json` gives it for a team index (PostgreSQL 18, 128 MB).
+  const store = {
+    backend: 'postgres',
+    url: 'postgresql://postgres:***@127.0.0.1:38483/postgres',
+    namespace: 'team-platform',
+    pooler: 'none',
+    answering: 'postgres',
+    problem: null,
+    retryInS: null,
+    pgvector: '0.8.6',
+    vectorType: 'halfvec',
+    schema: 4,
+    server: {
+      sharedBuffersMB: 128.0,
+      searchIndexesMB: { memory_chunks_tsv: 54.8, memory_vectors_hnsw_384: 127.0 },
+      hint: "the search indexes (182 MB) do not fit the server's shared_buffers (128 MB): raise it",
+    },
+  };
+  const md = statusMarkdown({ ...HYBRID, store });
+  assert.match(md, /\| Team index \| postgresql:\/\/postgres:\*\*\*@127\.0\.0\.1:38483\/postgres, namespace team-platform \|/);
+  assert.match(md, /\| Answering \| postgres \|/);
+  assert.match(md, /\| Team index server \| shared_buffers 128 MB, search indexes 182 MB: the search indexes \(182 MB\) do not fit/);
+  const down = statusMarkdown({
+    ...KEYWORD,
+    store: { ...store, answering: 'sqlite', problem: 'PostgreSQL unreachable (connection refused)', server: undefined },
+  });
+  assert.match(down, /\| Answering \| sqlite: PostgreSQL unreachable \(connection refused\) \|/);
+  assert.doesNotMatch(down, /Team index server/);
+  const local = statusMarkdown({ ...HYBRID, store: { backend: 'sqlite', answering: 'sqlite' } });
+  assert.doesNotMatch(local, /Team index|Answering/);
+});
+
 test('syncSummary reads one report or one per folder', () => {
   assert.equal(
     syncSummary(HYBRID.lastSync),
