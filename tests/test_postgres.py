@@ -117,6 +117,10 @@ def test_password_never_shown():
     assert redact(url) == "postgresql://memory:***@db.internal:5433/memory?sslmode=require"
     assert "s3cr3t-pw" not in scrub(f"failed for {url}: s3cr3t-pw rejected", url)
     assert redact("host=db password='a b' user=x") == "host=db password=*** user=x"
+    # libpq takes it as a query parameter too
+    query = "postgresql://memory@db.internal/memory?sslmode=require&password=s3cr3t-pw"
+    assert redact(query) == "postgresql://memory@db.internal/memory?sslmode=require&password=***"
+    assert "s3cr3t-pw" not in scrub(f"failed for {query}: s3cr3t-pw rejected", query)
     msg = describe(
         psycopg.OperationalError('password authentication failed for user "memory"'), url
     )

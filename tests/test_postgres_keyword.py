@@ -8,6 +8,7 @@ statement reads the whole list: a push of many chunks merges it, and a role that
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,93 @@ def test_the_statistics_keep_the_frequencies_of_ten_times_the_lexemes(pg_url, tm
         rows(db_url, "ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS -1")
         rows(db_url, "ANALYZE memory_chunks")
         assert rows(db_url, kept)[0][0] < 1000  # the default's
+
+
+def test_a_role_that_may_not_upgrade_a_version_3_schema_keeps_using_it(
+    pg_url, tmp_path: Path, caplog
+):
+    """Version 4 only tunes statistics: a role with row privileges only, meeting a version 3
+    schema, syncs and searches through PostgreSQL as before instead of leaving for its local
+    index until the owner upgrades."""
+    role, pw = unique("rows_only"), "rows-only-pw-6"
+    rows(pg_url, f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{pw}'")
+    try:
+        with scratch_database(pg_url) as db_url:
+            quiet_schema(db_url)
+            rows(db_url, "DELETE FROM memory_ls_migrations WHERE version = 4")
+            rows(db_url, f'GRANT SELECT, INSERT, UPDATE, DELETE ON {TABLES} TO "{role}"')
+            rows(db_url, f'GRANT SELECT ON memory_ls_migrations TO "{role}"')
+            rows(db_url, f'GRANT USAGE ON SEQUENCE memory_chunks_id_seq TO "{role}"')
+            url = with_database(db_url, db_url.rsplit("/", 1)[1], role, pw)
+            notes(tmp_path / "ws", 5)
+            with caplog.at_level(logging.INFO), MemoryEngine(tmp_path / "ws", team(url, role)) as e:
+                e.sync()
+                resp = e.search("ferry", mode="keyword", min_score=0)
+                st = e.status()["store"]
+            assert resp.results and "PostgreSQL" not in (resp.fallback_reason or "")
+            assert st["answering"] == "postgres" and st["schema"] == 3 and st["problem"] is None
+            assert any("schema version 3 kept" in r.message for r in caplog.records)
+            assert rows(db_url, "SELECT max(version) FROM memory_ls_migrations") == [(3,)]
+    finally:
+        rows(pg_url, f'DROP ROLE IF EXISTS "{role}"')
+
+
+def frequencies_counting(db, words: list[str]) -> tuple[list[int], list[list[str]]]:
+    """``doc_frequencies`` of ``words`` on a reader, and the tsqueries it counted."""
+    counted: list[list[str]] = []
+    with pg_store.reader(db) as store:
+        real_q = store.q
+
+        def q(sql, params=None, **kw):
+            if "count(*) FROM (SELECT 1" in str(sql):
+                counted.append(list(params[2]))
+            return real_q(sql, params, **kw)
+
+        store.q = q  # type: ignore[method-assign]
+        dfs, _ = store.doc_frequencies(words)
+    return dfs, counted
+
+
+def test_a_share_stands_for_a_count_below_the_floor_only_where_it_cannot_be_far_off(
+    pg_url, tmp_path: Path, monkeypatch
+):
+    """From BOUNDED_DF_FROM chunks (below STATS_DF_FROM) a word's share of the table stands
+    for its count only while the rows it could wrongly hold, other namespaces' and those
+    changed since ANALYZE, are at most MAX_DF_ERROR of the estimate."""
+    from memory_ls.index.postgres import keyword
+
+    monkeypatch.setattr(keyword, "STATS_DF_FROM", 10_000)
+    monkeypatch.setattr(keyword, "BOUNDED_DF_FROM", 20)
+    with scratch_database(pg_url) as db_url:
+        ws = tmp_path / "ws"
+        notes(ws, 60)  # "ferry" in all 60
+        for i in range(3):
+            write(ws, f"memory/bird-{i}.md", f"# Birds {i}\n\nA gannet over the ferry.\n")
+        s = team(db_url, unique("df"))
+        with MemoryEngine(ws, s) as e:
+            e.sync()
+        # Every writer gone (a backend reports its row changes as late as its exit), then
+        # ANALYZE: nothing changed since.
+        idle = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        deadline = time.monotonic() + 10
+        while rows(db_url, idle) != [(1,)] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        rows(db_url, "ANALYZE memory_chunks")
+        with MemoryEngine(ws, s) as e:
+            db = e.primary.connect()
+            (ferry, gannet), counted = frequencies_counting(db, ["ferry", "gannet"])
+            assert gannet == 3 and 55 <= ferry <= 63 and counted == [["'gannet'"]]
+            # 20 chunks of another namespace: a share of the table may now be 20 off, more
+            # than a quarter of ferry's 60 or so: counted.
+            other = tmp_path / "other"
+            notes(other, 20)
+            with MemoryEngine(other, team(db_url, unique("df"))) as o:
+                o.sync()
+            rows(db_url, "ANALYZE memory_chunks")
+            db.common = None
+            db.df.clear()
+            (ferry, _), counted = frequencies_counting(db, ["ferry", "gannet"])
+            assert ferry == 63 and counted == [["'ferri'", "'gannet'"]]
 
 
 def test_common_words_take_their_frequency_from_the_statistics(pg_url, tmp_path: Path, monkeypatch):

@@ -4,6 +4,7 @@ edit keeps the lines of the chunks it did not change."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -276,7 +277,7 @@ def test_an_upgrade_that_may_not_hand_the_table_over_grants_the_owner_all(pg_url
             rows(pg_url, f'DROP ROLE IF EXISTS "{r}"')
 
 
-def test_an_upgrade_by_a_role_that_does_not_own_the_chunks_keeps_their_statistics(pg_url):
+def test_an_upgrade_by_a_role_that_does_not_own_the_chunks_keeps_their_statistics(pg_url, caplog):
     """Schema version 4 raises memory_chunks.tsv's statistics target, which only the table's
     owner may: a runner that may migrate but does not own memory_chunks completes the
     upgrade all the same (the default target only costs counts), with a warning."""
@@ -292,9 +293,13 @@ def test_an_upgrade_by_a_role_that_does_not_own_the_chunks_keeps_their_statistic
             rows(db_url, f'ALTER TABLE memory_ls_migrations OWNER TO "{runner}"')
             rows(db_url, f'GRANT CREATE ON SCHEMA public TO "{runner}"')
             name = db_url.rsplit("/", 1)[1]
-            PgDatabase(with_database(db_url, name, runner, f"pw-{runner}"), "ns", "test").close()
+            runner_url = with_database(db_url, name, runner, f"pw-{runner}")
+            with caplog.at_level(logging.WARNING):
+                PgDatabase(runner_url, "ns", "test").close()
             latest = "SELECT max(version) FROM memory_ls_migrations"
             assert rows(db_url, latest) == [(SCHEMA_VERSION,)] == [(4,)]
+            said = [r.message for r in caplog.records if "keeps its statistics target" in r.message]
+            assert len(said) == 1 and "SET STATISTICS 1000" in said[0]
             target = (
                 "SELECT attstattarget FROM pg_attribute WHERE attrelid = "
                 "'memory_chunks'::regclass AND attname = 'tsv'"

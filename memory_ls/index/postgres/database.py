@@ -129,7 +129,8 @@ class PgDatabase:
         self.totals: tuple[int, float, float] | None = None  # (chunks, avg length, when)
         self.sample: tuple[str, np.ndarray, float] | None = None  # (model, vectors, when)
         # The table's most common lexemes and the share of chunks holding each (pg_stats)
-        self.common: tuple[dict[str, float], float, float] | None = None  # (shares, rows, when)
+        # (shares, rows, rows changed since ANALYZE, when)
+        self.common: tuple[dict[str, float], float, float, float] | None = None
         self.hnsw_dims: set[int] = set()  # dimension counts that have their HNSW index
         self.deferred_dims: set[int] = set()  # ... that get it once the vector phase is done
         self.stored_vectors = 0  # vectors written since memory_vectors was last analyzed

@@ -7,7 +7,7 @@ connection options: every text that leaves this package goes through ``scrub``.
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 URL_ENV = "MEMORY_LS_PG_URL"
 
@@ -16,9 +16,17 @@ class PrimaryUnavailable(Exception):
     """The primary cannot be used; ``str()`` is the reason, safe to show."""
 
 
+# libpq also takes the password as a query parameter: postgresql://u@h/db?password=...
+_QUERY_PASSWORD = re.compile(r"([?&]password=)([^&#]*)", re.IGNORECASE)
+
+
 def password_of(url: str) -> str | None:
     if "://" in url:
-        return urlsplit(url).password
+        parts = urlsplit(url)
+        if parts.password is not None:
+            return parts.password
+        m = _QUERY_PASSWORD.search(parts.query and "?" + parts.query)
+        return unquote(m.group(2)) if m and m.group(2) else None
     m = re.search(r"(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", url)
     return m.group(1).strip("'") if m else None
 
@@ -27,8 +35,11 @@ def redact(url: str) -> str:
     """The URL as it may be shown: the password replaced by ``***``."""
     if "://" in url:
         parts = urlsplit(url)
+        if parts.query:
+            query = _QUERY_PASSWORD.sub(r"\1***", "?" + parts.query)[1:]
+            parts = parts._replace(query=query)
         if parts.password is None:
-            return url
+            return urlunsplit(parts)
         host = parts.hostname or ""
         if ":" in host:
             host = f"[{host}]"

@@ -22,6 +22,10 @@ from .errors import PrimaryUnavailable
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 4
+# The oldest schema this version works with as it is (version 4 only tunes statistics): a
+# client that may not upgrade from there, or meets a lock, keeps using it.
+USABLE_FROM = 3
+STATS_TARGET = 1000  # memory_chunks.tsv's statistics target from version 4
 MIGRATION_LOCK = 0x6D656D6F  # pg_advisory_xact_lock key shared by every memory-ls client
 TS_CONFIG = "memory_ls_english"
 MIN_PGVECTOR = (0, 5)  # HNSW
@@ -114,11 +118,11 @@ def _v4(vtype: str) -> list[str]:
     # Only the table's owner may: a runner that is not keeps the default, which costs counts,
     # never correctness, and migrates all the same.
     return [
-        """DO $$ BEGIN
-  ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS 1000;
+        f"""DO $$ BEGIN
+  ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS {STATS_TARGET};
 EXCEPTION WHEN insufficient_privilege THEN
   RAISE WARNING 'memory-ls: memory_chunks.tsv keeps its statistics target (%): its owner '
-    'may raise it to 1000 (faster keyword searches)', SQLERRM;
+    'may raise it to {STATS_TARGET} (faster keyword searches)', SQLERRM;
 END $$"""
     ]
 
@@ -296,19 +300,45 @@ def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
                         )
                     log.info("PostgreSQL schema migrated to version %d", version)
         except errors.LockNotAvailable:
-            raise PrimaryUnavailable(
-                f"the schema needs migrating to version {SCHEMA_VERSION} and other clients are "
-                "writing: tried again later"
-            ) from None
+            if applied is None or applied[0] < USABLE_FROM:
+                raise PrimaryUnavailable(
+                    f"the schema needs migrating to version {SCHEMA_VERSION} and its tables "
+                    "are locked (another client's migration or push, a VACUUM or ANALYZE): "
+                    "tried again later"
+                ) from None
+            log.warning("schema version %d kept: its upgrade waits for a lock", applied[0])
         except errors.InsufficientPrivilege as exc:
-            raise PrimaryUnavailable(
-                f"the schema needs migrating to version {SCHEMA_VERSION} and this role may "
-                f"not create tables ({exc.sqlstate}): run memory-ls once as the owner"
-            ) from None
-    vtype = _column_type(conn)
+            if applied is None or applied[0] < USABLE_FROM:
+                raise PrimaryUnavailable(
+                    f"the schema needs migrating to version {SCHEMA_VERSION} and this role "
+                    f"may not create tables ({exc.sqlstate}): run memory-ls once as the owner"
+                ) from None
+            log.info("schema version %d kept: this role may not upgrade it", applied[0])
+        else:
+            _say_stats_target(conn, applied)
+    current = _applied(conn)
     return Capabilities(
         pgvector=extversion,
-        vtype=vtype,
+        vtype=_column_type(conn),
         iterative_scan=version_tuple(extversion) >= ITERATIVE_SCAN_PGVECTOR,
-        schema=SCHEMA_VERSION,
+        schema=current[0] if current else SCHEMA_VERSION,
     )
+
+
+def _say_stats_target(conn: psycopg.Connection[Any], before: tuple[int, int] | None) -> None:
+    """After this client's upgrade past version 3: say so when the keyword column kept its
+    statistics target (the migrating role does not own the table; the server's warning is
+    not shown anywhere)."""
+    if before is not None and before[0] >= 4:
+        return
+    row = conn.execute(
+        "SELECT attstattarget FROM pg_attribute WHERE attrelid = to_regclass('memory_chunks') "
+        "AND attname = 'tsv'"
+    ).fetchone()
+    if row is not None and (row[0] if row[0] is not None else -1) < STATS_TARGET:
+        log.warning(
+            "memory_chunks.tsv keeps its statistics target (this role does not own the table): "
+            "its owner may run `ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS %d` "
+            "for faster keyword searches on a large team index",
+            STATS_TARGET,
+        )
