@@ -121,8 +121,9 @@ def _v4(vtype: str) -> list[str]:
         f"""DO $$ BEGIN
   ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS {STATS_TARGET};
 EXCEPTION WHEN insufficient_privilege THEN
-  RAISE WARNING 'memory-ls: memory_chunks.tsv keeps its statistics target (%): its owner '
-    'may raise it to {STATS_TARGET} (faster keyword searches)', SQLERRM;
+  RAISE WARNING 'memory-ls: memory_chunks.tsv keeps its statistics target (%): its owner may '
+    'run `ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS {STATS_TARGET}` for faster '
+    'keyword searches on a large team index', SQLERRM;
 END $$"""
     ]
 
@@ -265,6 +266,11 @@ def _column_type(conn: psycopg.Connection[Any]) -> str:
     return str(row[0]) if row else "vector"
 
 
+def _log_warning(diag: psycopg.errors.Diagnostic) -> None:
+    if diag.severity_nonlocalized == "WARNING":
+        log.warning("%s", diag.message_primary)
+
+
 def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
     """Check pgvector and bring the schema up to date; raise PrimaryUnavailable with a clear
     reason when that cannot be done. Up-to-date databases get no DDL at all, so a role with
@@ -274,6 +280,9 @@ def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
     applied = _applied(conn)
     _too_new(applied)
     if applied is None or applied[0] < SCHEMA_VERSION:
+        # What a migration warns about (a policy left off, a target kept) goes to the log:
+        # psycopg drops server notices unless asked.
+        conn.add_notice_handler(_log_warning)
         try:
             with conn.transaction():
                 # A new table's foreign key locks memory_chunks against writes: waiting behind
@@ -314,8 +323,8 @@ def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
                     f"may not create tables ({exc.sqlstate}): run memory-ls once as the owner"
                 ) from None
             log.info("schema version %d kept: this role may not upgrade it", applied[0])
-        else:
-            _say_stats_target(conn, applied)
+        finally:
+            conn.remove_notice_handler(_log_warning)
     current = _applied(conn)
     return Capabilities(
         pgvector=extversion,
@@ -323,22 +332,3 @@ def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
         iterative_scan=version_tuple(extversion) >= ITERATIVE_SCAN_PGVECTOR,
         schema=current[0] if current else SCHEMA_VERSION,
     )
-
-
-def _say_stats_target(conn: psycopg.Connection[Any], before: tuple[int, int] | None) -> None:
-    """After this client's upgrade past version 3: say so when the keyword column kept its
-    statistics target (the migrating role does not own the table; the server's warning is
-    not shown anywhere)."""
-    if before is not None and before[0] >= 4:
-        return
-    row = conn.execute(
-        "SELECT attstattarget FROM pg_attribute WHERE attrelid = to_regclass('memory_chunks') "
-        "AND attname = 'tsv'"
-    ).fetchone()
-    if row is not None and (row[0] if row[0] is not None else -1) < STATS_TARGET:
-        log.warning(
-            "memory_chunks.tsv keeps its statistics target (this role does not own the table): "
-            "its owner may run `ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS %d` "
-            "for faster keyword searches on a large team index",
-            STATS_TARGET,
-        )
