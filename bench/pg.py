@@ -140,7 +140,8 @@ def hnsw(url: str, engine: Any, queries: list[str], rp: Any) -> dict[str, Any]:
             f"((embedding::halfvec({mat.shape[1]})) halfvec_cosine_ops) WHERE dims = {mat.shape[1]}"
         )
         out["bulkBuildS"] = time.perf_counter() - t0
-        out["indexMB"] = conn.execute(f"SELECT pg_relation_size('{name}')").fetchone()[0] / 2**20
+        size = conn.execute(f"SELECT pg_relation_size('{name}')").fetchone()
+        out["indexMB"] = (size[0] if size else 0) / 2**20
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -190,3 +191,8 @@ def test_the_cli_marks_and_prints_a_teammates_file(pg_url, tmp_path: Path):
     assert cli("get", f"{DIARY}#L5").strip() == "Bring the spare hydrophone."
     hit = json.loads(cli("search", "gannet survey north pier", "--json"))["results"][0]
     assert hit["remote"] is True and hit["uri"].startswith("memory-ls:///")
+    # status names the team index and the server's buffer cache against its search indexes
+    status = cli("status").splitlines()
+    assert "answering   postgres" in status
+    server = next(line for line in status if line.startswith("server      "))
+    assert re.fullmatch(r"server {6}shared_buffers \d+ MB, indexes \d+ MB", server), server
