@@ -90,61 +90,6 @@ def test_a_role_that_may_not_merge_still_syncs_and_answers(pg_url, tmp_path: Pat
         rows(pg_url, f'DROP ROLE IF EXISTS "{role}"')
 
 
-def test_the_statistics_keep_the_frequencies_of_ten_times_the_lexemes(pg_url, tmp_path: Path):
-    """Schema version 4 raises the tsvector column's statistics target, so ANALYZE keeps the
-    frequencies of more lexemes than its default thousand (keyword.py then need not count
-    them): here all 1,200 words that 3 of 360 notes each hold."""
-    with scratch_database(pg_url) as db_url:
-        ws = tmp_path / "ws"
-        for i in range(360):
-            words = " ".join(f"qz{(i // 3) * 10 + j}" for j in range(10))
-            write(ws, f"memory/n{i}.md", f"# Note {i}\n\n{words}\n")
-        with MemoryEngine(ws, team(db_url, unique("stats"))) as e:
-            e.sync()
-        target = (
-            "SELECT attstattarget FROM pg_attribute WHERE attrelid = 'memory_chunks'::regclass "
-        )
-        assert rows(db_url, target + "AND attname = 'tsv'") == [(1000,)]
-        kept = (
-            "SELECT count(*) FROM pg_stats, unnest(most_common_elems::text::text[]) e "
-            "WHERE tablename = 'memory_chunks' AND attname = 'tsv' AND starts_with(e, 'qz')"
-        )
-        rows(db_url, "ANALYZE memory_chunks")
-        assert rows(db_url, kept) == [(1200,)]
-        rows(db_url, "ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS -1")
-        rows(db_url, "ANALYZE memory_chunks")
-        assert rows(db_url, kept)[0][0] < 1000  # the default's
-
-
-def test_a_role_that_may_not_upgrade_a_version_3_schema_keeps_using_it(
-    pg_url, tmp_path: Path, caplog
-):
-    """Version 4 only tunes statistics: a role with row privileges only, meeting a version 3
-    schema, syncs and searches through PostgreSQL as before instead of leaving for its local
-    index until the owner upgrades."""
-    role, pw = unique("rows_only"), "rows-only-pw-6"
-    rows(pg_url, f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{pw}'")
-    try:
-        with scratch_database(pg_url) as db_url:
-            quiet_schema(db_url)
-            rows(db_url, "DELETE FROM memory_ls_migrations WHERE version = 4")
-            rows(db_url, f'GRANT SELECT, INSERT, UPDATE, DELETE ON {TABLES} TO "{role}"')
-            rows(db_url, f'GRANT SELECT ON memory_ls_migrations TO "{role}"')
-            rows(db_url, f'GRANT USAGE ON SEQUENCE memory_chunks_id_seq TO "{role}"')
-            url = with_database(db_url, db_url.rsplit("/", 1)[1], role, pw)
-            notes(tmp_path / "ws", 5)
-            with caplog.at_level(logging.INFO), MemoryEngine(tmp_path / "ws", team(url, role)) as e:
-                e.sync()
-                resp = e.search("ferry", mode="keyword", min_score=0)
-                st = e.status()["store"]
-            assert resp.results and "PostgreSQL" not in (resp.fallback_reason or "")
-            assert st["answering"] == "postgres" and st["schema"] == 3 and st["problem"] is None
-            assert any("schema version 3 kept" in r.message for r in caplog.records)
-            assert rows(db_url, "SELECT max(version) FROM memory_ls_migrations") == [(3,)]
-    finally:
-        rows(pg_url, f'DROP ROLE IF EXISTS "{role}"')
-
-
 def frequencies_counting(db, words: list[str]) -> tuple[list[int], list[list[str]]]:
     """``doc_frequencies`` of ``words`` on a reader, and the tsqueries it counted."""
     counted: list[list[str]] = []

@@ -285,35 +285,3 @@ def test_an_upgrade_that_may_not_hand_the_table_over_grants_the_owner_all(pg_url
     finally:
         for r in (runner, owner):
             rows(pg_url, f'DROP ROLE IF EXISTS "{r}"')
-
-
-def test_an_upgrade_by_a_role_that_does_not_own_the_chunks_keeps_their_statistics(pg_url, caplog):
-    """Schema version 4 raises memory_chunks.tsv's statistics target, which only the table's
-    owner may: a runner that may migrate but does not own memory_chunks completes the
-    upgrade all the same (the default target only costs counts), with a warning."""
-    from memory_ls.index.postgres import PgDatabase
-
-    runner = unique("runner")
-    rows(pg_url, f"CREATE ROLE \"{runner}\" LOGIN PASSWORD 'pw-{runner}'")
-    try:
-        with scratch_database(pg_url) as db_url:
-            PgDatabase(db_url, "ns", "test").close()  # the superuser's schema, then back to 3
-            rows(db_url, "DELETE FROM memory_ls_migrations WHERE version = 4")
-            rows(db_url, "ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS -1")
-            rows(db_url, f'ALTER TABLE memory_ls_migrations OWNER TO "{runner}"')
-            rows(db_url, f'GRANT CREATE ON SCHEMA public TO "{runner}"')
-            name = db_url.rsplit("/", 1)[1]
-            runner_url = with_database(db_url, name, runner, f"pw-{runner}")
-            with caplog.at_level(logging.WARNING):
-                PgDatabase(runner_url, "ns", "test").close()
-            latest = "SELECT max(version) FROM memory_ls_migrations"
-            assert rows(db_url, latest) == [(SCHEMA_VERSION,)] == [(4,)]
-            said = [r.message for r in caplog.records if "keeps its statistics target" in r.message]
-            assert len(said) == 1 and "SET STATISTICS 1000" in said[0]
-            target = (
-                "SELECT attstattarget FROM pg_attribute WHERE attrelid = "
-                "'memory_chunks'::regclass AND attname = 'tsv'"
-            )
-            assert rows(db_url, target) in ([(None,)], [(-1,)])  # the default, untouched
-    finally:
-        rows(pg_url, f'DROP ROLE IF EXISTS "{runner}"')

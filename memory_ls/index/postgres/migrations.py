@@ -21,11 +21,7 @@ from .errors import PrimaryUnavailable
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
-# The oldest schema this version works with as it is (version 4 only tunes statistics): a
-# client that may not upgrade from there, or meets a lock, keeps using it.
-USABLE_FROM = 3
-STATS_TARGET = 1000  # memory_chunks.tsv's statistics target from version 4
+SCHEMA_VERSION = 3
 MIGRATION_LOCK = 0x6D656D6F  # pg_advisory_xact_lock key shared by every memory-ls client
 TS_CONFIG = "memory_ls_english"
 MIN_PGVECTOR = (0, 5)  # HNSW
@@ -109,25 +105,6 @@ def _v3(vtype: str) -> list[str]:
     ]
 
 
-def _v4(vtype: str) -> list[str]:
-    # ANALYZE keeps the frequencies of the tsvector column's most common lexemes (keyword.py
-    # takes a word's frequency from there instead of counting it: a count visits a heap row
-    # per match). By default about a thousand, those in 1,450 or more of 113,757 chunks; with
-    # 1000 it keeps ten thousand, down to about 230 there, for 1.9-2.1 s of ANALYZE instead of
-    # 0.7-0.9. Nothing to rewrite: the next ANALYZE (autovacuum's, or an admin's) uses it.
-    # Only the table's owner may: a runner that is not keeps the default, which costs counts,
-    # never correctness, and migrates all the same.
-    return [
-        f"""DO $$ BEGIN
-  ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS {STATS_TARGET};
-EXCEPTION WHEN insufficient_privilege THEN
-  RAISE WARNING 'memory-ls: memory_chunks.tsv keeps its statistics target (%): its owner may '
-    'run `ALTER TABLE memory_chunks ALTER COLUMN tsv SET STATISTICS {STATS_TARGET}` for faster '
-    'keyword searches on a large team index', SQLERRM;
-END $$"""
-    ]
-
-
 # A table added to a deployment whose administrator set up one role per namespace (README,
 # "Team memory") gets the owner, grants, row-level security and policies of its sibling table
 # (a regrole's text is already quoted where the name needs it), so the roles keep working
@@ -177,11 +154,11 @@ BEGIN
 END $$"""
 
 
-MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4}
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3}
 # Per version, the oldest schema version a client must know to use such a database: a later
 # migration that only adds what older clients can ignore keeps it low, so clients need not all
 # be upgraded at once. Clients before version 2 do not read it: they refuse anything newer.
-READABLE_FROM = {1: 1, 2: 2, 3: 2, 4: 2}  # version 2 clients ignore the texts (3), statistics (4)
+READABLE_FROM = {1: 1, 2: 2, 3: 2}  # version 2 clients ignore the texts
 
 
 @dataclass(frozen=True)
@@ -280,7 +257,7 @@ def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
     applied = _applied(conn)
     _too_new(applied)
     if applied is None or applied[0] < SCHEMA_VERSION:
-        # What a migration warns about (a policy left off, a target kept) goes to the log:
+        # What a migration warns about (a policy left off, a table kept) goes to the log:
         # psycopg drops server notices unless asked.
         conn.add_notice_handler(_log_warning)
         try:
@@ -309,26 +286,21 @@ def migrate(conn: psycopg.Connection[Any], client: str) -> Capabilities:
                         )
                     log.info("PostgreSQL schema migrated to version %d", version)
         except errors.LockNotAvailable:
-            if applied is None or applied[0] < USABLE_FROM:
-                raise PrimaryUnavailable(
-                    f"the schema needs migrating to version {SCHEMA_VERSION} and its tables "
-                    "are locked (another client's migration or push, a VACUUM or ANALYZE): "
-                    "tried again later"
-                ) from None
-            log.warning("schema version %d kept: its upgrade waits for a lock", applied[0])
+            raise PrimaryUnavailable(
+                f"the schema needs migrating to version {SCHEMA_VERSION} and its tables are "
+                "locked (another client's migration or push, a VACUUM or ANALYZE): tried "
+                "again later"
+            ) from None
         except errors.InsufficientPrivilege as exc:
-            if applied is None or applied[0] < USABLE_FROM:
-                raise PrimaryUnavailable(
-                    f"the schema needs migrating to version {SCHEMA_VERSION} and this role "
-                    f"may not create tables ({exc.sqlstate}): run memory-ls once as the owner"
-                ) from None
-            log.info("schema version %d kept: this role may not upgrade it", applied[0])
+            raise PrimaryUnavailable(
+                f"the schema needs migrating to version {SCHEMA_VERSION} and this role may "
+                f"not create tables ({exc.sqlstate}): run memory-ls once as the owner"
+            ) from None
         finally:
             conn.remove_notice_handler(_log_warning)
-    current = _applied(conn)
     return Capabilities(
         pgvector=extversion,
         vtype=_column_type(conn),
         iterative_scan=version_tuple(extversion) >= ITERATIVE_SCAN_PGVECTOR,
-        schema=current[0] if current else SCHEMA_VERSION,
+        schema=SCHEMA_VERSION,
     )
