@@ -37,6 +37,18 @@ local function forget(name)
   end
 end
 
+-- The items a search hands its picker (the plugin's own search, with a picker that keeps them).
+local function search_items(query)
+  local found
+  require("memory_ls").search(query, { picker = function(items)
+    found = items
+  end })
+  wait(15000, function()
+    return found ~= nil
+  end, "the search")
+  return found
+end
+
 h.run(function()
   local mls = require("memory_ls")
   mls.setup({ cmd = { server, "serve" }, settings = { provider = "none" }, picker = "select" })
@@ -78,14 +90,8 @@ h.run(function()
     -- lacks, in each picker's stand-in: the team text at the hit's line, the disk as before, and
     -- one line saying why; no message pops up meanwhile.
     local fake = dofile(h.dir .. "/fake_pickers.lua")
-    local found
     vim.cmd("edit " .. root .. "/MEMORY.md")
-    mls.search("quokka migration", { picker = function(items)
-      found = items
-    end })
-    wait(15000, function()
-      return found ~= nil
-    end, "the search")
+    local found = search_items("quokka migration")
     local file = root .. "/MEMORY.md"
     local items = {
       found[1],
@@ -204,13 +210,7 @@ h.run(function()
       return c.id
     end, vim.lsp.get_clients({ name = "memory_ls" }))
     assert(vim.deep_equal(order, { theirs.id, ours.id }), "the other server is not asked first: " .. vim.inspect(order))
-    local found
-    mls.search("where do the gannets nest", { picker = function(items)
-      found = items
-    end })
-    wait(15000, function()
-      return found ~= nil
-    end, "the search")
+    local found = search_items("where do the gannets nest")
     local hit
     for _, item in ipairs(found) do
       if item.user_data.memory_ls.path == "sessions:agent/run-7.jsonl" then
