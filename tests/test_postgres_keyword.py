@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import write
 from pg_util import scratch_database, shared_url, unique, with_database
-from test_postgres import rows, team
+from test_postgres import paths, rows, team
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.index.postgres import PgDatabase
@@ -181,3 +181,20 @@ def test_common_words_take_their_frequency_from_the_statistics(pg_url, tmp_path:
             db.df.clear()
             ((ferry, _), _), counted = frequencies_counting(db, ["ferry", "gannet"])
             assert ferry == 63 and counted == [["'ferri'", "'gannet'"]]  # counted
+
+
+def test_a_word_counted_after_the_chunk_total_was_cached(pg_url, tmp_path: Path):
+    """Each count is kept for a while: when another client pushed chunks between this
+    client's count of the namespace and its first count of a word, the word's count is the
+    larger. BM25's IDF of such a word was the log of a negative number: the search failed."""
+    ns = unique("stale")
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, "MEMORY.md", "# Memory\n\nPrefers tea.\n")
+    notes(b, 3)
+    with MemoryEngine(a, team(pg_url, ns)) as ea, MemoryEngine(b, team(pg_url, ns)) as eb:
+        ea.sync()
+        assert paths(ea.search("tea"))  # the namespace's 1 chunk counted and kept
+        eb.sync()  # 3 more, all with "ferry"
+        assert sorted(paths(ea.search("ferry timetable"))) == [
+            f"memory/note-{i:03d}.md" for i in range(3)
+        ]

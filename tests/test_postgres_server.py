@@ -1,5 +1,6 @@
 """Two language servers (real ``memory-ls serve`` over stdio) on one PostgreSQL team index:
-a note saved through one is found by the other; an unsaved edit stays on its machine."""
+a note saved through one is found by the other; an unsaved edit is found by its own editor
+only."""
 
 from __future__ import annotations
 
@@ -51,6 +52,11 @@ async def test_two_servers_share_saved_notes_not_buffers(
     open_doc(ca, a / "memory/draft.md", "# Draft\n\nThe axolotl budget is confidential.\n")
     await wait_idle(ca)
     assert paths(await search(ca, "MEMORY deploy key"))  # a answers as usual
+    # a's editor finds its own unsaved text (searched beside the team index), as a file of
+    # its own (not a read-only teammate's); b never sees it
+    mine = (await search(ca, "axolotl budget"))["results"]
+    assert [h["path"] for h in mine] == ["memory/draft.md"] and "remote" not in mine[0]
+    assert mine[0]["uri"] == (a / "memory/draft.md").as_uri()
     assert not (await search(cb, "axolotl budget"))["results"]
 
     note = a / "memory/fresh.md"

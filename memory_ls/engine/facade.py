@@ -191,7 +191,9 @@ class MemoryEngine:
         """Forget an editor buffer and index the file as it is on disk (or drop it)."""
         self.indexer.clear_document(path)
         if self.primary is not None:
-            self.primary.ready(self.indexer, {self.workspace.relative(str(path))})
+            rel = self.workspace.relative(str(path))
+            self.primary.unsaved.discard(rel)
+            self.primary.ready(self.indexer, {rel})
 
     # -- reading ----------------------------------------------------------------------------
     def search(self, request: SearchRequest | str, **fields: Any) -> SearchResponse:
@@ -204,7 +206,10 @@ class MemoryEngine:
             hit.file = self.workspace.outside_file(hit.path)
             # A team index finds files of other machines too: editors open those read-only.
             if self.primary is not None:
-                hit.remote = not (hit.file or self.root / hit.path).exists()
+                hit.remote = (
+                    hit.path not in self.indexer.buffers
+                    and not (hit.file or self.root / hit.path).exists()
+                )
         return resp
 
     def read_text(self, path: str | Path) -> tuple[str, list[int] | None]:

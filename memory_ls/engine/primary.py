@@ -87,6 +87,9 @@ class Primary:
         self.textless: set[str] = set()  # this folder's files whose team text is missing
         self._texts: dict[str, tuple[str, str]] = {}  # path -> (file hash, its text)
         self._reference: tuple[str, np.ndarray] | None = None
+        # Open buffers that differ from their file (or have none yet): searched locally
+        # beside the team index (``unsaved.py``), never pushed.
+        self.unsaved: set[str] = set()
 
     # -- health -------------------------------------------------------------------------------
     def connect(self) -> PgDatabase | None:
@@ -307,13 +310,21 @@ class Primary:
         return found.text, found.line_map
 
     def buffer_changed(self, indexer: Indexer, path: str, text: str) -> None:
-        """An editor buffer changed: push the file when the buffer is what was saved."""
+        """An editor buffer changed: push the file when the buffer is what was saved; until
+        then its text is searched on this machine beside the team index."""
         try:
             mf = self.workspace.resolve(path)
-            saved = mf.abs_path.read_bytes() == text.encode("utf-8", "surrogatepass")
-        except (OSError, PathError):
+        except PathError:
             return
-        if saved and self.db is not None:
+        try:
+            saved = mf.abs_path.read_bytes() == text.encode("utf-8", "surrogatepass")
+        except OSError:
+            saved = False  # a note not written yet
+        if not saved:
+            self.unsaved.add(mf.path)
+            return
+        self.unsaved.discard(mf.path)
+        if self.db is not None:
             self.ready(indexer, {mf.path})
 
     def embed(

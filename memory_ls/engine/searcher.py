@@ -3,7 +3,8 @@ search on a reader connection (never waiting for the writer), then reranks the b
 candidates when a reranker is configured (``reranking.py``).
 
 With a team index (``store.backend = "postgres"``) PostgreSQL answers, its vectors searched by
-pgvector; when it cannot, the folder's local index answers and the response says why.
+pgvector, with the editor's unsaved text searched beside it (``unsaved.py``); when it cannot,
+the folder's local index answers and the response says why.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..settings import QuerySettings
 from .indexer import Indexer
 from .providers import ProviderPolicy
 from .reranking import RerankPolicy, apply_scores
+from .unsaved import UnsavedText
 
 if TYPE_CHECKING:
     from .primary import Primary
@@ -43,6 +45,7 @@ class Searcher:
         self.policy = policy
         self.rerank = rerank
         self.primary = primary
+        self.unsaved = UnsavedText(indexer, primary) if primary is not None else None
 
     def search(self, request: SearchRequest) -> SearchResponse:
         t0 = time.perf_counter()
@@ -132,7 +135,11 @@ class Searcher:
             return self._run(store, SqliteVecIndex(store), qvec, req, qs, reference)
 
         out = primary.read(answer)
-        return (out, why) if out is not None else None
+        if out is None:
+            return None
+        if self.unsaved is not None:
+            out = self.unsaved.merged(out, qvec, req, qs, reference)
+        return out, why
 
     def _query_vector(
         self, req: SearchRequest, *, rebuilding: bool, use: bool

@@ -17,6 +17,8 @@ open-ended, so a chunk re-inserted under a new id meanwhile is still in one of t
 from __future__ import annotations
 
 import contextlib
+import json
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -31,6 +33,10 @@ SPLIT_FROM = 2_000
 _RANGE = (
     "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ? "
     "AND rowid BETWEEN ? AND ? ORDER BY r, rowid LIMIT ?"
+)
+_WITHIN = (
+    "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ? "
+    "AND rowid IN (SELECT value FROM json_each(?)) ORDER BY r, rowid LIMIT ?"
 )
 # Two subqueries: SQLite reads min() or max() off the end of the B-tree only when it is alone.
 _BOUNDS = "SELECT (SELECT min(rowid) FROM chunks), (SELECT max(rowid) FROM chunks)"
@@ -60,6 +66,12 @@ class KeywordScan:
             if lo is not None and hi - lo >= parts:
                 return self._split(expr, limit, lo, hi + 1, parts)
         return _range(self.conn, expr, _FIRST, _LAST, limit)
+
+    def search_within(self, expr: str, ids: Sequence[int], limit: int) -> list[Row]:
+        """``search`` among the chunks ``ids`` only (BM25's statistics stay the table's)."""
+        return self.conn.execute(
+            _WITHIN, (expr, json.dumps([int(i) for i in ids]), limit)
+        ).fetchall()
 
     def _split(self, expr: str, limit: int, lo: int, end: int, parts: int) -> list[Row]:
         # Inclusive bounds; the outer ones reach past any id, as the bounds are only a hint.

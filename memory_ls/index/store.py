@@ -403,6 +403,9 @@ class Store:
     def fts_search(self, expr: str, limit: int, postings: int = 0) -> list[tuple[int, float]]:
         return self._bm25.search(expr, limit, postings)
 
+    def fts_within(self, expr: str, ids: Sequence[int], limit: int) -> list[tuple[int, float]]:
+        return self._bm25.search_within(expr, ids, limit)
+
     def vec_table_ready(self) -> bool:
         """sqlite-vec's table is there (another connection may have made it since we looked)."""
         if not self.has_vec_table and self.vec_reason is None:

@@ -16,7 +16,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..index.backend import IndexBackend
+from ..index.backend import SearchSource
 from ..index.rows import ChunkRow
 from ..index.schema import FTS_TOKENIZER, Connection, connect
 from ..sources.sessions import ROLE_LABELS, TOOL_LABEL
@@ -172,7 +172,7 @@ def _place(lines: list[str], start: int, end: int, line_map: Sequence[int]) -> l
 def highlight_rows(
     query: str,
     rows: Sequence[ChunkRow],
-    store: IndexBackend,
+    store: SearchSource,
     closest: Sequence[Mapping[int, float]] | None = None,
 ) -> list[Highlight]:
     """``highlight`` for chunks of the index, numbered with their files' line maps."""

@@ -10,7 +10,7 @@ from datetime import date
 
 import numpy as np
 
-from ..index.backend import IndexBackend
+from ..index.backend import SearchSource
 from ..index.rows import ChunkRow
 from ..settings import QuerySettings
 from ..settings.query import LineSettings
@@ -45,11 +45,31 @@ _SIDES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-ls-vector-
 
 
 @dataclass(frozen=True)
+class Scale:
+    """What one search's scores were measured against, so that candidates from another
+    source (an editor's unsaved text beside the team index) are scored as they would have
+    been among its own: the best keyword match (BM25 rank, lower is better; 0.0: none) and how
+    much of the query it holds, the vector side's background, the best fused score before and
+    after calibration (the "lift" policy's factor is their ratio) and the words' frequencies."""
+
+    best_bm25: float = 0.0
+    cover: float = 0.0
+    background: Background | None = None
+    best_raw: float = 0.0
+    best_calibrated: float = 0.0
+    # the query words' document frequencies and the chunk count they were counted among
+    words: tuple[str, ...] = ()
+    df: tuple[int, ...] = ()
+    total: int = 0
+
+
+@dataclass(frozen=True)
 class Outcome:
     hits: list[SearchHit]
     mode: str  # "hybrid" | "keyword" | "vector"
     below_min_score: int = 0  # candidates that matched but scored under minScore
     best_below: float | None = None  # the best of those
+    scale: Scale = Scale()
 
 
 def snippet(text: str, limit: int) -> str:
@@ -81,7 +101,7 @@ def _passes(row: ChunkRow, f: Filters, sources: tuple[str, ...] | None, prefix: 
 
 
 def by_lines(
-    store: IndexBackend,
+    store: SearchSource,
     qvec: np.ndarray,
     cands: list[Candidate],
     ls: LineSettings,
@@ -126,18 +146,21 @@ def per_line(closest: tuple[np.ndarray, np.ndarray] | None) -> dict[int, float]:
 
 
 def run(
-    store: IndexBackend,
+    store: SearchSource,
     vectors: VectorIndex | SqliteVecIndex | None,
     qvec: np.ndarray | None,
     req: SearchRequest,
     qs: QuerySettings,
     today: date,
     reference: np.ndarray | None = None,
+    scale: Scale | None = None,
 ) -> Outcome:
     """The hits for one resolved request, the mode that produced them, and what fell short.
 
     ``reference``: the model's vectors of the calibration passages (calibrate.py), so even a
-    tiny corpus gives each query a background to stand out from."""
+    tiny corpus gives each query a background to stand out from. ``scale``: another search's
+    (``Outcome.scale``) to score these candidates on: a better keyword match, its background
+    and its best scores count as if they had been among these candidates."""
     words, filters = parse_filters(req.query)
     use_vec = qvec is not None and vectors is not None and req.mode in ("auto", "hybrid", "vector")
     # Degrade, never fail: a vector search with no query vector answers with keywords.
@@ -156,10 +179,14 @@ def run(
     all_terms: list[tuple[str, bool]] = []
     df: list[int] = []
     total = postings = 0
+    asked: tuple[str, ...] = ()
     if use_text:
         all_terms = terms = query_terms(words)
-        if terms:
-            df, total = store.doc_frequencies([w for w, _ in terms])
+        asked = tuple(w for w, _ in terms)
+        if asked and scale is not None and scale.words == asked:
+            df, total = list(scale.df), scale.total  # the other search's counts
+        elif asked:
+            df, total = store.doc_frequencies(list(asked))
         if len(terms) > 1:
             terms = drop_common(
                 terms, df, total, qs.common_term_fraction, qs.keyword_postings_budget
@@ -187,6 +214,8 @@ def run(
         ref = Moments.of(reference @ qvec) if reference is not None and len(reference) else None
         how = policy(qs.calibrate, reference)
         bg = background(corpus, ref) if how != "off" else None
+        if scale is not None and scale.background is not None and bg is not None:
+            bg = scale.background
         for rank, (cid, sim) in enumerate(knn, start=1):
             c = cands.setdefault(cid, Candidate(cid))
             c.vector, c.vector_rank = sim, rank
@@ -198,7 +227,7 @@ def run(
         for cid, sim in vectors.similarity(qvec, missing).items():
             cands[cid].vector = sim
     if not cands:
-        return Outcome([], mode)
+        return Outcome([], mode, scale=scale or Scale())
 
     rows = store.chunks_by_ids(cands)
     kept = [
@@ -213,6 +242,8 @@ def run(
     # word of a long question is no answer, however well it ranks among the matches.
     best_text = next((r.text for c, r in kept if bm25.get(c.chunk_id) == best_bm), None)
     cover = coverage(terms_in(best_text, all_terms), all_terms, df, total) if best_text else 0.0
+    if scale is not None and scale.best_bm25 < best_bm:
+        best_bm, cover = scale.best_bm25, scale.cover
 
     def fused(c: Candidate) -> float:
         if mode == "keyword":
@@ -243,15 +274,22 @@ def run(
                     c.vector = bg.score(c.vector)
     for c, _ in kept:
         c.score = fused(c)
+    best_raw = best_calibrated = 0.0
     if bg is not None and how == "lift" and (mode == "vector" or hy.fusion == "weighted"):
         calibrated = [
             fused(replace(c, vector=bg.lift_score(c.vector)))
             for c, _ in kept
             if c.vector is not None
         ]
-        factor = lift([c.score for c, _ in kept], calibrated)
+        best_raw = max((c.score for c, _ in kept), default=0.0)
+        best_calibrated = max(calibrated, default=0.0)
+        if scale is not None:
+            best_raw = max(best_raw, scale.best_raw)
+            best_calibrated = max(best_calibrated, scale.best_calibrated)
+        factor = lift([best_raw], [best_calibrated])
         for c, _ in kept:
             c.score = min(1.0, c.score * factor)
+    measured = Scale(best_bm, cover, bg, best_raw, best_calibrated, asked, tuple(df), total)
     scored: list[tuple[Candidate, ChunkRow]] = []
     below, best_below = 0, 0.0
     for c, row in kept:
@@ -298,4 +336,4 @@ def run(
         )
         for (c, r), m in zip(picked, marks, strict=True)
     ]
-    return Outcome(hits, mode, below, best_below if below else None)
+    return Outcome(hits, mode, below, best_below if below else None, measured)

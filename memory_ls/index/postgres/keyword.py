@@ -228,6 +228,9 @@ def search(store: Session, expr: str, limit: int) -> list[tuple[int, float]]:
         return []
     n, avgdl = totals(store)
     dfs = _frequencies(store, [q for q, _, _ in picked])
+    # The count of chunks may be older than a word's (each is kept STATS_SECONDS): another
+    # client's push between them can make a word's count exceed it.
+    n = max(n, *dfs)
     params: dict[str, object] = {"ns": store.ns, "limit": limit}
     params["tsq"] = " | ".join(f"( {picked[i][0]} )" for i in _selective(dfs))
     tfs, score = [], []

@@ -1,0 +1,80 @@
+"""Unsaved editor text beside the team index (real PostgreSQL + pgvector, the real GGUF model):
+the editor that holds it finds it, scored as the team index scores it once saved; no other
+client sees it; the team's hits on its saved text give way to it until the buffer is closed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import write
+from model_util import ensure_test_model
+from pg_util import shared_url, unique
+from test_line_vectors import ANSWER, NOTE, QUESTION
+from test_postgres import paths, team
+
+from memory_ls.engine import MemoryEngine
+from memory_ls.settings import Settings
+
+PLANS = "# Plans\n\nBook the dentist for Tuesday.\nThe walrus exhibit opens in spring.\n"
+DRAFT_PATH = "memory/2026-03-03-session-5.md"
+
+
+def model_team(namespace: str) -> Settings:
+    s = team(shared_url(), namespace)
+    s.provider = "local"
+    s.local.model_path = str(ensure_test_model())
+    return s
+
+
+@pytest.mark.model
+def test_unsaved_text_is_searched_beside_the_team_index(tmp_path: Path) -> None:
+    ns = unique("unsaved")
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, "memory/2026-03-02-plans.md", PLANS)
+    write(b, "MEMORY.md", "# Memory of b\n\nPrefers tea.\n")
+    with MemoryEngine(a, model_team(ns)) as ea, MemoryEngine(b, model_team(ns)) as eb:
+        ea.sync()
+        eb.sync()
+        assert not ea.search(QUESTION).results  # nothing about a race yet
+
+        # A new note typed in a's editor, not saved: a finds it, by meaning and lines too.
+        assert ea.set_document(DRAFT_PATH, NOTE)
+        unsaved = ea.search(QUESTION)
+        assert unsaved.fallback_reason is None and unsaved.mode == "hybrid"
+        top = unsaved.results[0]
+        assert top.path == DRAFT_PATH and top.vector_score is not None
+        assert NOTE.split("\n")[top.best_line - 1] == ANSWER
+        assert DRAFT_PATH not in paths(eb.search(QUESTION, min_score=0))  # never shared
+
+        # Saved: the team index answers for it, on the same scale.
+        write(a, DRAFT_PATH, NOTE)
+        ea.set_document(DRAFT_PATH, NOTE)
+        ea.embed_pending()
+        saved = ea.search(QUESTION).results[0]
+        assert saved.path == DRAFT_PATH and saved.best_line == top.best_line
+        # the same but for the team's int8 line vectors (0.79597 unsaved, 0.79595 saved)
+        assert abs(saved.score - top.score) < 0.005, (saved.score, top.score)
+        assert DRAFT_PATH in paths(eb.search(QUESTION))
+
+        # An unsaved edit of a saved note: its new text is found, its removed text is not
+        # (the team's hit on the saved text gives way), until the buffer is closed unsaved.
+        plans = "memory/2026-03-02-plans.md"
+        edited = PLANS.replace("The walrus exhibit opens in spring.", "Renew the passport.")
+        ea.set_document(plans, edited)
+        assert snippets(ea, "passport renewal", plans) == [edited.strip()]
+        assert snippets(ea, "walrus exhibit", plans) == []  # its saved text gave way
+        assert snippets(eb, "walrus exhibit", plans) == [PLANS.strip()]
+        ea.clear_document(plans)  # closed unsaved: the team's copy answers again
+        assert snippets(ea, "walrus exhibit", plans) == [PLANS.strip()]
+        assert snippets(ea, "passport renewal", plans) == []
+
+
+def snippets(engine: MemoryEngine, query: str, path: str) -> list[str]:
+    """The snippets of ``path``'s hits that hold the query's first word."""
+    word = query.split()[0]
+    return [
+        h.snippet
+        for h in engine.search(query, min_score=0).results
+        if h.path == path and word in h.snippet
+    ]
