@@ -38,13 +38,18 @@ def test_unsaved_text_is_searched_beside_the_team_index(tmp_path: Path) -> None:
         eb.sync()
         assert not ea.search(QUESTION).results  # nothing about a race yet
 
-        # A new note typed in a's editor, not saved: a finds it, by meaning and lines too.
+        # A new note typed in a's editor, not saved: a finds it at once by its chunk's own
+        # vector (made by the search), then by its lines too once the vector phase that
+        # follows every edit has embedded them.
         assert ea.set_document(DRAFT_PATH, NOTE)
-        unsaved = ea.search(QUESTION)
-        assert unsaved.fallback_reason is None and unsaved.mode == "hybrid"
-        top = unsaved.results[0]
-        assert top.path == DRAFT_PATH and top.vector_score is not None
-        assert NOTE.split("\n")[top.best_line - 1] == ANSWER
+        first = ea.search(QUESTION)
+        assert first.fallback_reason is None and first.mode == "hybrid"
+        assert first.results[0].path == DRAFT_PATH
+        assert first.results[0].vector_score is not None
+        ea.embed_pending()
+        top = ea.search(QUESTION).results[0]
+        assert top.path == DRAFT_PATH and NOTE.split("\n")[top.best_line - 1] == ANSWER
+        assert top.vector_score is not None and top.vector_score > first.results[0].vector_score
         assert DRAFT_PATH not in paths(eb.search(QUESTION, min_score=0))  # never shared
 
         # Saved: the team index answers for it, on the same scale.

@@ -161,7 +161,10 @@ class MemoryEngine:
     ) -> int:
         """Embed chunks that have no vector yet; returns how many were embedded."""
         if self.primary is not None:
-            return self.primary.embed(self.indexer, progress, report, should_stop)
+            n = self.primary.embed(self.indexer, progress, report, should_stop)
+            if self.searcher.unsaved is not None:
+                self.searcher.unsaved.prepare()
+            return n
         return self.indexer.embed_pending(progress, report, should_stop)
 
     def mark_dirty(self, paths: list[str]) -> None:
