@@ -31,7 +31,8 @@ from memory_ls.index.postgres import store as pg_store
 from memory_ls.index.postgres.errors import describe, scrub
 from memory_ls.index.postgres.migrations import vector_type_for
 from memory_ls.index.postgres.sizing import SearchMemory
-from memory_ls.index.postgres.tokens import index_text, parse_match
+from memory_ls.index.postgres.tokens import index_text
+from memory_ls.index.term_counts import parse_match
 from memory_ls.search.query import match_expression, query_terms
 from memory_ls.settings import Settings
 

@@ -38,18 +38,17 @@ def test_unsaved_text_is_searched_beside_the_team_index(tmp_path: Path) -> None:
         eb.sync()
         assert not ea.search(QUESTION).results  # nothing about a race yet
 
-        # A new note typed in a's editor, not saved: a finds it at once by its chunk's own
-        # vector (made by the search), then by its lines too once the vector phase that
+        # A new note typed in a's editor, not saved: a finds it at once by its keywords (a
+        # search never embeds), then by meaning and lines too once the vector phase that
         # follows every edit has embedded them.
         assert ea.set_document(DRAFT_PATH, NOTE)
         first = ea.search(QUESTION)
         assert first.fallback_reason is None and first.mode == "hybrid"
-        assert first.results[0].path == DRAFT_PATH
-        assert first.results[0].vector_score is not None
+        assert first.results[0].path == DRAFT_PATH and first.results[0].vector_score is None
         ea.embed_pending()
         top = ea.search(QUESTION).results[0]
         assert top.path == DRAFT_PATH and NOTE.split("\n")[top.best_line - 1] == ANSWER
-        assert top.vector_score is not None and top.vector_score > first.results[0].vector_score
+        assert top.vector_score is not None and top.score > first.results[0].score
         assert DRAFT_PATH not in paths(eb.search(QUESTION, min_score=0))  # never shared
 
         # Saved: the team index answers for it, on the same scale.
@@ -82,4 +81,32 @@ def snippets(engine: MemoryEngine, query: str, path: str) -> list[str]:
         h.snippet
         for h in engine.search(query, min_score=0).results
         if h.path == path and word in h.snippet
+    ]
+
+
+def test_unsaved_keywords_are_weighed_by_the_team_not_the_folder(tmp_path: Path) -> None:
+    """A folder of one note: its own index gives the unsaved note's rare words no weight at
+    all (in half its chunks), where the team's 40 chunks make them rare and "ferry" common.
+    Scored as the team would score it, the note comes first, and the team's own hits are
+    scored against it, as they are once it is saved."""
+    ns = unique("weigh")
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, "MEMORY.md", "# Memory\n\nPrefers tea.\n")
+    for i in range(40):
+        write(b, f"memory/log-{i:02d}.md", f"# Log {i}\n\nThe ferry left at {i} past nine.\n")
+    draft = "# Draft\n\nThe axolotl budget is confidential; no ferry.\n"
+    with (
+        MemoryEngine(a, team(shared_url(), ns)) as ea,
+        MemoryEngine(b, team(shared_url(), ns)) as eb,
+    ):
+        eb.sync()
+        ea.sync()
+        ea.set_document("memory/draft.md", draft)
+        unsaved = ea.search("axolotl budget ferry", mode="keyword", min_score=0).results
+        write(a, "memory/draft.md", draft)
+        ea.clear_document("memory/draft.md")  # saved and closed: the team answers
+        saved = ea.search("axolotl budget ferry", mode="keyword", min_score=0).results
+    assert unsaved[0].path == saved[0].path == "memory/draft.md"
+    assert [(h.path, round(h.score, 3)) for h in unsaved] == [
+        (h.path, round(h.score, 3)) for h in saved
     ]

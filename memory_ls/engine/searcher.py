@@ -18,7 +18,7 @@ import numpy as np
 
 from ..index.backend import IndexBackend
 from ..rerank import MAX_DOCUMENT_CHARS
-from ..search.hybrid import Outcome
+from ..search.hybrid import Outcome, Scale
 from ..search.hybrid import run as run_search
 from ..search.request import SearchRequest
 from ..search.results import SearchResponse
@@ -27,7 +27,7 @@ from ..settings import QuerySettings
 from .indexer import Indexer
 from .providers import ProviderPolicy
 from .reranking import RerankPolicy, apply_scores
-from .unsaved import UnsavedText
+from .unsaved import UnsavedText, merge, moved, widened
 
 if TYPE_CHECKING:
     from .primary import Primary
@@ -131,14 +131,21 @@ class Searcher:
         calibrate = qvec is not None and qs.calibrate != "off"
         reference = primary.reference_vectors(db) if calibrate else None
 
-        def answer(store: IndexBackend) -> Outcome:
-            return self._run(store, SqliteVecIndex(store), qvec, req, qs, reference)
+        unsaved = self.unsaved.paths() if self.unsaved is not None else frozenset()
+        asked = widened(req) if unsaved else req
+
+        def answer(store: IndexBackend, scale: Scale | None = None) -> Outcome:
+            vectors = SqliteVecIndex(store)
+            return self._run(store, vectors, qvec, asked, qs, reference, scale)
 
         out = primary.read(answer)
         if out is None:
             return None
-        if self.unsaved is not None:
-            out = self.unsaved.merged(out, qvec, req, qs, reference)
+        if self.unsaved is not None and unsaved:
+            mine, both = self.unsaved.search(out.scale, unsaved, qvec, req, qs, reference)
+            if moved(out.scale, both):  # the team's hits scored again against the unsaved ones
+                out = primary.read(lambda store: answer(store, both)) or out
+            out = merge(out, mine, unsaved, req.limit, req.threshold)
         return out, why
 
     def _query_vector(
@@ -163,5 +170,7 @@ class Searcher:
         req: SearchRequest,
         qs: QuerySettings,
         reference: np.ndarray | None,
+        scale: Scale | None = None,
     ) -> Outcome:
-        return run_search(store, vectors, qvec, req, qs, datetime.now(UTC).date(), reference)
+        today = datetime.now(UTC).date()
+        return run_search(store, vectors, qvec, req, qs, today, reference, scale)

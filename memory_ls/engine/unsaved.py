@@ -1,19 +1,19 @@
 """An editor's unsaved text, searched on this machine beside the team index.
 
 Unsaved text never leaves its machine, so the team index cannot find it; the folder's local
-index holds it (every buffer is indexed as you type). When the team index has answered a
-search, the same search runs over the unsaved files' chunks in the local index, scored on the
-team search's scale (``hybrid.Scale``: its best keyword match, its vector background and its
-calibration, as if these chunks had been among its candidates), and the lists are merged: the
-team's hits on those files (their saved text) give way to what the editor shows.
+index holds it (every buffer is indexed as you type). When a search has unsaved files, the team
+index is asked for a wider list (``widened``), the same search runs over those files' chunks in
+the local index, scored on the team search's scale (``hybrid.Scale``: its best keyword match,
+the words' frequencies, its vector background and calibration, as if these chunks had been
+among its candidates; their BM25 is computed against the team's statistics,
+``index/term_counts.py``), and the lists are merged and cut: the team's hits on those files
+(their saved text) give way to what the editor shows.
 
 The local index of a team folder keeps no vectors, so the unsaved chunks' vectors and their
-lines' are made here and kept by content hash: in the background after each edit
-(``prepare``, from the engine's vector phase), and a chunk's own vector also by a search that
-finds it missing (at most ``EMBED_PER_SEARCH``; the chunks an edit left alone come from the
-team's embedding cache). A search never embeds lines (a chunk of twenty lines took 230 ms
-with all-MiniLM-L6-v2): until they are ready a chunk is scored by its own vector, and a chunk
-without one by its keywords.
+lines' are made here, in the background after each edit (``prepare``, from the engine's vector
+phase: the chunks an edit left alone come from the team's embedding cache, looked up by
+content hash), and kept by hash. A search never embeds: until the vectors are ready a chunk is
+scored by its keywords, and by its own vector until its lines are.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ from ..embeddings.base import EmbeddingError, EmbeddingProvider
 from ..index.line_vectors import ChunkLines, segments
 from ..index.rows import ChunkRow, FileInfo, from_blob
 from ..index.store import Store
-from ..search.hybrid import TAIL, Outcome
+from ..index.term_counts import bm25, count_terms, parse_match
+from ..search.calibrate import lift
+from ..search.hybrid import TAIL, Outcome, Scale
 from ..search.hybrid import run as run_search
 from ..search.request import SearchRequest
 from ..search.results import SearchHit
@@ -47,17 +49,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
-EMBED_PER_SEARCH = 16  # chunk texts one search may embed
-KEPT = 4096  # chunk and line vectors kept, by content hash
+KEPT = 1024  # chunk vectors, and chunks' line vectors, kept by content hash (least recent go)
 
 
 @dataclasses.dataclass
 class UnsavedSource:
-    """The local index seen through the unsaved files' chunks only (a ``SearchSource``)."""
+    """The local index seen through the unsaved files' chunks only (a ``SearchSource``),
+    their keyword matches scored with the team's BM25 statistics."""
 
     store: Store
-    ids: list[int]
+    texts: dict[int, str]
     found_lines: dict[int, ChunkLines]
+    scale: Scale
+    avgdl: float
     shared: bool = False
 
     @property
@@ -71,10 +75,24 @@ class UnsavedSource:
         return False
 
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:
-        return self.store.doc_frequencies(words)
+        return self.store.doc_frequencies(words)  # only when the team search had no words
 
     def fts_search(self, expr: str, limit: int, postings: int = 0) -> list[tuple[int, float]]:
-        return self.store.fts_within(expr, self.ids, limit)
+        """FTS5 says which chunks match; their BM25 is counted as if they were in the team
+        index: its chunks and word counts plus these chunks', its average length."""
+        everything = len(self.texts)
+        matched = [cid for cid, _ in self.store.fts_within(expr, list(self.texts), everything)]
+        if not matched:
+            return []
+        terms = parse_match(expr)
+        tf, length = count_terms(self.store.conn, {c: self.texts[c] for c in matched}, terms)
+        team = dict(zip(self.scale.words, self.scale.df, strict=True))
+        df = [
+            team.get(w, 0) + sum(1 for c in matched if tf[c][i]) for i, (w, _) in enumerate(terms)
+        ]
+        chunks = self.scale.total + everything
+        ranked = [(c, bm25(tf[c], length[c], df, chunks, self.avgdl)) for c in matched]
+        return sorted(ranked, key=lambda r: (r[1], r[0]))[:limit]
 
     def chunks_by_ids(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return self.store.chunks_by_ids(ids)
@@ -91,82 +109,112 @@ class UnsavedText:
         self._chunks: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lines: OrderedDict[tuple[str, str], ChunkLines | None] = OrderedDict()
 
-    def paths(self) -> set[str]:
-        return self.primary.unsaved & set(self.indexer.buffers)
+    def paths(self) -> frozenset[str]:
+        return frozenset(self.primary.unsaved) & frozenset(self.indexer.buffers)
 
-    def merged(
+    def search(
         self,
-        team: Outcome,
+        team: Scale,
+        paths: frozenset[str],
         qvec: np.ndarray | None,
         req: SearchRequest,
         qs: QuerySettings,
         reference: np.ndarray | None,
-    ) -> Outcome:
-        """``team``'s outcome with the unsaved files' chunks in place of their saved text."""
-        paths = self.paths()
-        if not paths:
-            return team
+    ) -> tuple[list[SearchHit], Scale]:
+        """The unsaved files' hits scored on the ``team`` search's scale, and the scale of
+        both together (moved when these hold a better keyword match or stand out further).
+        A failure is logged and leaves the team's answer standing alone."""
+        try:
+            return self._search(team, paths, qvec, req, qs, reference)
+        except Exception:  # the team has answered: this part must never turn that into a failure
+            log.exception("searching unsaved text failed; the team index's answer stands")
+            return [], team
+
+    def _search(
+        self,
+        scale: Scale,
+        paths: frozenset[str],
+        qvec: np.ndarray | None,
+        req: SearchRequest,
+        qs: QuerySettings,
+        reference: np.ndarray | None,
+    ) -> tuple[list[SearchHit], Scale]:
+        model = self._model()
+        totals = self.primary.read(lambda s: s.keyword_totals()) if scale.words else None
         with self.indexer.reader() as store:
             chunks = _chunks(store, paths)
-            vecs, lines = self._vectors(chunks, EMBED_PER_SEARCH, with_lines=False)
-            source = UnsavedSource(store, list(chunks), lines)
+            if not chunks:
+                return [], scale
+            vecs: dict[int, np.ndarray] = {}
+            lines: dict[int, ChunkLines] = {}
+            if qvec is not None and model is not None:
+                vecs, lines = self._held(model, chunks)
+            texts = {cid: text for cid, (_, text) in chunks.items()}
+            source = UnsavedSource(store, texts, lines, scale, totals[1] if totals else 1.0)
             ids = np.array(list(vecs), dtype=np.int64)
             mat = np.stack(list(vecs.values())) if vecs else np.zeros((0, 1), dtype=np.float32)
             vectors = VectorIndex(lambda _large: (ids, mat))
-            # Gated by the merged list below, not on its own: a hit here under minScore may
-            # come along behind a team hit that reaches it.
-            wide = dataclasses.replace(req, min_score=req.threshold * TAIL)
+            wide = dataclasses.replace(req, min_score=req.threshold * TAIL)  # merge gates
             today = datetime.now(UTC).date()
-            mine = run_search(source, vectors, qvec, wide, qs, today, reference, team.scale)
-        return merge(team, mine.hits, paths, req.limit, req.threshold)
+            out = run_search(source, vectors, qvec, wide, qs, today, reference, scale)
+            return out.hits, out.scale
 
     def prepare(self) -> None:
-        """Embed what the unsaved chunks lack, their lines included (a background job)."""
+        """Make what the unsaved chunks lack: their vectors (the team's embedding cache
+        first) and their lines' (a background job, after each edit). Never raises: the
+        vector phase it follows has done its own work."""
+        try:
+            self._prepare()
+        except Exception:
+            log.exception("preparing unsaved text for vector search failed")
+
+    def _prepare(self) -> None:
+        provider = self.indexer.policy.current
+        model = self._model()
         paths = self.paths()
-        if not paths or self.indexer.policy.current is None:
+        if provider is None or model is None or not paths:
             return
         with self.indexer.reader() as store:
             chunks = _chunks(store, paths)
-        self._vectors(chunks, len(chunks), with_lines=True)
-
-    def _vectors(
-        self, chunks: dict[int, tuple[str, str]], allowance: int, *, with_lines: bool
-    ) -> tuple[dict[int, np.ndarray], dict[int, ChunkLines]]:
-        """Chunk id -> vector, and -> its line vectors, for the chunks that have them now:
-        up to ``allowance`` chunk vectors made (the team's embedding cache asked first), and
-        the lines of chunks that have a vector when ``with_lines``."""
-        provider = self.indexer.policy.current
-        if provider is None or not chunks:
-            return {}, {}
-        key = (provider.id, provider.model, provider.provider_key)
-        model = "\0".join(key)
-        with self._lock:
-            known = {
-                h: self._chunks[(model, h)]
-                for h, _ in chunks.values()
-                if (model, h) in self._chunks
-            }
-        texts = {h: t for h, t in chunks.values() if h not in known}
+        have, _ = self._held(model, chunks)
+        texts = {h: t for cid, (h, t) in chunks.items() if cid not in have}
         if texts:
+            key = (provider.id, provider.model, provider.provider_key)
             cached = self.primary.read(lambda s: s.cache.get(key, list(texts))) or {}
-            known.update({h: from_blob(b) for h, b in cached.items()})
-            todo = [h for h in texts if h not in known][:allowance]
+            made = {h: from_blob(b) for h, b in cached.items()}
+            todo = [h for h in texts if h not in made]
             if got := _embed(provider, [texts[h] for h in todo]):
-                known.update(zip(todo, got, strict=True))
-            self._keep(self._chunks, {(model, h): known[h] for h in texts if h in known})
-        lines: dict[int, ChunkLines] = {}
-        for cid, (h, text) in chunks.items():
-            with self._lock:
-                held = self._lines.get((model, h), False)
-            if held is False and h in known and with_lines:
-                parts = segments(text, partial(readable, provider))
-                got = _embed(provider, [p for _, p in parts])
+                made.update(zip(todo, got, strict=True))
+            self._keep(self._chunks, {(model, h): v for h, v in made.items()})
+        with self._lock:
+            lacking = {h: t for h, t in chunks.values() if (model, h) not in self._lines}
+        for h, text in lacking.items():
+            parts = segments(text, partial(readable, provider))
+            got = _embed(provider, [p for _, p in parts])
+            if got or not parts:  # a failed embedding is tried again after the next edit
                 held = ChunkLines(np.array([r for r, _ in parts]), np.stack(got)) if got else None
-                if got or not parts:  # a failed embedding is tried again by a later search
-                    self._keep(self._lines, {(model, h): held})
-            if isinstance(held, ChunkLines):
-                lines[cid] = held
-        return {cid: known[h] for cid, (h, _) in chunks.items() if h in known}, lines
+                self._keep(self._lines, {(model, h): held})
+
+    def _model(self) -> str | None:
+        p = self.indexer.policy.current
+        return None if p is None else "\0".join((p.id, p.model, p.provider_key))
+
+    def _held(
+        self, model: str, chunks: dict[int, tuple[str, str]]
+    ) -> tuple[dict[int, np.ndarray], dict[int, ChunkLines]]:
+        """The vectors and line vectors made so far for ``chunks`` (chunk id -> ...)."""
+        vecs: dict[int, np.ndarray] = {}
+        lines: dict[int, ChunkLines] = {}
+        with self._lock:
+            for cid, (h, _) in chunks.items():
+                if (v := self._chunks.get((model, h))) is not None:
+                    self._chunks.move_to_end((model, h))
+                    vecs[cid] = v
+                    if isinstance(held := self._lines.get((model, h)), ChunkLines):
+                        self._lines.move_to_end((model, h))
+                        lines[cid] = held
+        dims = {v.shape[0] for v in vecs.values()}
+        return (vecs, lines) if len(dims) <= 1 else ({}, {})  # a model change half-way
 
     def _keep(
         self, into: OrderedDict[tuple[str, str], _T], items: dict[tuple[str, str], _T]
@@ -177,7 +225,7 @@ class UnsavedText:
                 into.popitem(last=False)
 
 
-def _chunks(store: Store, paths: set[str]) -> dict[int, tuple[str, str]]:
+def _chunks(store: Store, paths: Iterable[str]) -> dict[int, tuple[str, str]]:
     """Chunk id -> (content hash, text) of the files ``paths`` in the local index."""
     hashes = {c.id: c.hash for p in sorted(paths) for c in store.chunk_rows(p)}
     return {cid: (hashes[cid], r.text) for cid, r in store.chunks_by_ids(hashes).items()}
@@ -196,22 +244,46 @@ def _embed(provider: EmbeddingProvider, texts: list[str]) -> list[np.ndarray]:
     return list(out) if len(out) == len(texts) else []
 
 
+def widened(req: SearchRequest) -> SearchRequest:
+    """What to ask the team index when unsaved files take part: twice the results (its hits
+    on those files give way) and down to the tail of minScore (``merge`` gates)."""
+    return dataclasses.replace(req, max_results=2 * req.limit, min_score=req.threshold * TAIL)
+
+
+def moved(team: Scale, both: Scale) -> bool:
+    """Whether candidates found elsewhere changed the scale the team's hits were scored on:
+    a better keyword match, or a higher lift of the "lift" policy."""
+    lifted = lift([both.best_raw], [both.best_calibrated])
+    return both.best_bm25 < team.best_bm25 or lifted > lift([team.best_raw], [team.best_calibrated])
+
+
 def merge(
-    team: Outcome, mine: list[SearchHit], paths: set[str], limit: int, threshold: float
+    team: Outcome, mine: list[SearchHit], paths: Iterable[str], limit: int, threshold: float
 ) -> Outcome:
     """The team's hits without ``paths``, with ``mine`` placed by score (the team's order,
-    MMR's or balanced, kept among its own); gated by ``threshold`` as one list."""
-    theirs = [h for h in team.hits if h.path not in paths]
-    ours = sorted((h for h in mine if h.score >= threshold * TAIL), key=lambda h: -h.score)
+    MMR's or balanced, kept among its own), down to ``TAIL`` x ``threshold``, cut to
+    ``limit``; nothing when the best of them is under ``threshold``."""
+    gone = set(paths)
+    floor = threshold * TAIL
+    theirs = [h for h in team.hits if h.path not in gone and h.score >= floor]
+    ours = sorted((h for h in mine if h.score >= floor), key=lambda h: -h.score)
+    below = team.below_min_score + sum(
+        1 for h in team.hits if h.path not in gone and h.score < floor
+    )
+    best_below = max(
+        [team.best_below or 0.0]
+        + [h.score for h in team.hits if h.path not in gone and h.score < floor]
+    )
     out: list[SearchHit] = []
     for h in theirs:
         while ours and ours[0].score > h.score:
             out.append(ours.pop(0))
         out.append(h)
     out += ours
-    below, best_below = team.below_min_score, team.best_below
     if out and max(h.score for h in out) < threshold:
         below += len(out)
-        best_below = max(best_below or 0.0, max(h.score for h in out))
+        best_below = max(best_below, max(h.score for h in out))
         out = []
-    return dataclasses.replace(team, hits=out[:limit], below_min_score=below, best_below=best_below)
+    return dataclasses.replace(
+        team, hits=out[:limit], below_min_score=below, best_below=best_below if below else None
+    )

@@ -226,8 +226,8 @@ def run(
         missing = [cid for cid, c in cands.items() if c.vector is None]
         for cid, sim in vectors.similarity(qvec, missing).items():
             cands[cid].vector = sim
-    if not cands:
-        return Outcome([], mode, scale=scale or Scale())
+    if not cands:  # what was counted still sets the scale for candidates found elsewhere
+        return Outcome([], mode, scale=Scale(words=asked, df=tuple(df), total=total))
 
     rows = store.chunks_by_ids(cands)
     kept = [

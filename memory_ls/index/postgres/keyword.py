@@ -18,12 +18,12 @@ import psycopg
 from psycopg import errors, sql
 
 from ...text import CJK_RUN
+from ..term_counts import K1, B, parse_match
 from .database import Session
 from .migrations import TS_CONFIG
-from .tokens import parse_match, term_tokens
+from .tokens import term_tokens
 
 log = logging.getLogger(__name__)
-K1, B = 1.2, 0.75
 EXACT_DF = 2000
 # From this many of the namespace's chunks (by pg_stats' share of the table, when the
 # namespace is most of it: ``_common``), a word's share stands for its count.
@@ -228,9 +228,12 @@ def search(store: Session, expr: str, limit: int) -> list[tuple[int, float]]:
         return []
     n, avgdl = totals(store)
     dfs = _frequencies(store, [q for q, _, _ in picked])
-    # The count of chunks may be older than a word's (each is kept STATS_SECONDS): another
-    # client's push between them can make a word's count exceed it.
-    n = max(n, *dfs)
+    if max(dfs) > n:
+        # The count of chunks is older than a word's (each is kept STATS_SECONDS): another
+        # client pushed chunks between them. Counted again; never under a word's count.
+        store.db.totals = None
+        n, avgdl = totals(store)
+        n = max(n, *dfs)
     params: dict[str, object] = {"ns": store.ns, "limit": limit}
     params["tsq"] = " | ".join(f"( {picked[i][0]} )" for i in _selective(dfs))
     tfs, score = [], []

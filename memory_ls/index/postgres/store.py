@@ -314,6 +314,10 @@ class PgStore:
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:
         return keyword.doc_frequencies(self, words)
 
+    def keyword_totals(self) -> tuple[int, float]:
+        """The namespace's chunks and their average length in tokens (BM25's N and avgdl)."""
+        return keyword.totals(self)
+
     def fts_search(self, expr: str, limit: int, postings: int = 0) -> list[tuple[int, float]]:
         return keyword.search(self, expr, limit)  # the server plans its own parallelism
 

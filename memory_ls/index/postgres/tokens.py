@@ -44,15 +44,6 @@ def index_text(text: str) -> tuple[str, int]:
     return " ".join(words), len(words)
 
 
-def parse_match(expr: str) -> list[tuple[str, bool]]:
-    """The terms of a MATCH expression built by ``search.query.match_expression``:
-    ``"a" OR "b c" OR "限"*`` -> [("a", False), ("b c", False), ("限", True)]."""
-    return [
-        (m.group(1).replace('""', '"'), bool(m.group(2)))
-        for m in re.finditer(r'"((?:[^"]|"")*)"(\*?)', expr)
-    ]
-
-
 @lru_cache(maxsize=4096)
 def term_tokens(term: str) -> tuple[str, ...]:
     """A query term's words (its CJK grams were made by the query parser)."""

@@ -1,0 +1,83 @@
+"""Scoring text against another index's statistics (``index/term_counts.py``) and merging the
+unsaved text's hits into a team search (``engine/unsaved.merge``), on a real SQLite index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+from memory_ls.engine import MemoryEngine
+from memory_ls.engine.unsaved import merge
+from memory_ls.index.term_counts import bm25, count_terms, parse_match
+from memory_ls.search.hybrid import Outcome
+from memory_ls.search.query import match_expression, query_terms
+from memory_ls.search.results import SearchHit
+from memory_ls.settings import Settings
+
+NOTES = {
+    "MEMORY.md": "# Memory\n\nDeploys run through GitHub Actions to fly.io every Friday.\n",
+    "memory/a.md": "# Rate limits\n\nWe chose a token bucket. Tokens refill; buckets drain.\n",
+    "memory/b.md": "# Limits\n\nThe limiting factor is the database, not the limiter.\n",
+    "memory/c.md": "# 限流\n\n我们使用令牌桶限流算法保护接口，限制每分钟请求数。\n",
+    "memory/d.md": "# Garden\n\nPlanted tomatoes and basil; deploying the sprinkler.\n",
+}
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["token bucket limits", "deploying to fly.io", "限流 接口", "限", "limiter databases"],
+)
+def test_bm25_from_counted_terms_is_fts5s(tmp_path: Path, query: str) -> None:
+    """With the index's own statistics, the counts give exactly FTS5's bm25() ranks: so with
+    a team's statistics they give what the team's BM25 would."""
+    root = tmp_path / "ws"
+    for rel, text in NOTES.items():
+        write(root, rel, text)
+    with MemoryEngine(root, Settings(provider="none"), index_path=tmp_path / "i.sqlite") as e:
+        e.sync()
+        with e.indexer.reader() as store:
+            terms = query_terms(query)
+            expr = match_expression(terms)
+            assert expr is not None and parse_match(expr) == terms
+            want = dict(store.fts_search(expr, 100))
+            assert want  # the query matches something
+            rows = store.chunks_by_ids(range(1, 1000))
+            tf, length = count_terms(store.conn, {i: r.text for i, r in rows.items()}, terms)
+            df, total = [], len(rows)
+            for i in range(len(terms)):
+                df.append(sum(1 for c in rows if tf[c][i]))
+            avgdl = sum(length.values()) / total
+            got = {c: bm25(tf[c], length[c], df, total, avgdl) for c in rows if any(tf[c])}
+    assert got.keys() == want.keys()
+    for cid, rank in want.items():
+        assert got[cid] == pytest.approx(rank, rel=1e-9, abs=1e-12)
+
+
+def hit(path: str, score: float, line: int = 1) -> SearchHit:
+    return SearchHit(path, line, line, score, "text", "memory", f"{path}#L{line}")
+
+
+def test_merge_places_unsaved_hits_by_score_and_gates_the_whole_list() -> None:
+    team = Outcome(
+        [hit("a.md", 0.9), hit("draft.md", 0.8), hit("b.md", 0.5), hit("c.md", 0.1)], "hybrid"
+    )
+    mine = [hit("draft.md", 0.7, 3), hit("draft.md", 0.3, 9), hit("draft.md", 0.1, 12)]
+    out = merge(team, mine, {"draft.md"}, limit=3, threshold=0.35)
+    # the team's saved draft gives way; the unsaved one takes its place by score; the 0.1s
+    # are under half of minScore; cut to the limit
+    assert [(h.path, h.score) for h in out.hits] == [
+        ("a.md", 0.9),
+        ("draft.md", 0.7),
+        ("b.md", 0.5),
+    ]
+    assert out.below_min_score == 1 and out.best_below == 0.1
+    # nothing reaches minScore: no answer, and the counts say what fell short
+    weak = merge(
+        Outcome([hit("b.md", 0.3)], "hybrid"), [hit("draft.md", 0.25)], {"draft.md"}, 6, 0.35
+    )
+    assert weak.hits == [] and weak.below_min_score == 2 and weak.best_below == 0.3
+    # an unsaved hit that reaches minScore answers even where the team had nothing
+    alone = merge(Outcome([], "hybrid"), [hit("draft.md", 0.6)], {"draft.md"}, 6, 0.35)
+    assert [h.path for h in alone.hits] == ["draft.md"]
