@@ -343,7 +343,8 @@ def test_reciprocal_rank_fusion_sees_the_re_scored_vector_ranks(tmp_path: Path):
         one = Candidate(1, vector=0.5, vector_rank=1)
         two = Candidate(2, vector=0.4, vector_rank=2)
         kw = Candidate(3, vector=0.1, text=1.0)  # a keyword candidate the KNN did not return
-        closest = by_lines(store, q, [one, two, kw], LineSettings(), lambda c: c.vector or 0.0)
+        lines = store.lines
+        closest = by_lines(lines, q, [one, two, kw], LineSettings(), lambda c: c.vector or 0.0)
         assert set(closest) == {1, 2}
         assert two.vector == pytest.approx(0.7) and one.vector == pytest.approx(0.25)
         assert (two.vector_rank, one.vector_rank, kw.vector_rank) == (1, 2, None)

@@ -110,3 +110,28 @@ def test_unsaved_keywords_are_weighed_by_the_team_not_the_folder(tmp_path: Path)
     assert [(h.path, round(h.score, 3)) for h in unsaved] == [
         (h.path, round(h.score, 3)) for h in saved
     ]
+
+
+@pytest.mark.model
+def test_unsaved_text_follows_a_team_scored_without_lines(tmp_path: Path) -> None:
+    """A team index past this client's `query.lines.maxChunks` scores chunks by their own
+    vectors only: unsaved chunks are scored the same way, not boosted by line vectors the
+    team's candidates did not get."""
+    ns = unique("nolines")
+    a = tmp_path / "a"
+    write(a, "memory/2026-03-02-plans.md", PLANS)
+    write(a, "MEMORY.md", "# Memory\n\nPrefers tea.\n")
+    s = model_team(ns)
+    s.query.lines.max_chunks = 1  # the team holds 2 chunks, then 3
+    with MemoryEngine(a, s) as ea:
+        ea.sync()
+        ea.set_document(DRAFT_PATH, NOTE)
+        ea.embed_pending()
+        unsaved = ea.search(QUESTION).results[0]
+        write(a, DRAFT_PATH, NOTE)
+        ea.set_document(DRAFT_PATH, NOTE)
+        ea.embed_pending()
+        saved = ea.search(QUESTION).results[0]
+    assert unsaved.path == saved.path == DRAFT_PATH
+    # the same but for the team's float16 chunk vectors
+    assert unsaved.score == pytest.approx(saved.score, abs=1e-4)

@@ -10,7 +10,7 @@ from datetime import date
 
 import numpy as np
 
-from ..index.backend import SearchSource
+from ..index.backend import LineReader, SearchSource
 from ..index.rows import ChunkRow
 from ..settings import QuerySettings
 from ..settings.query import LineSettings
@@ -61,6 +61,7 @@ class Scale:
     words: tuple[str, ...] = ()
     df: tuple[int, ...] = ()
     total: int = 0
+    lines: bool = True  # whether vector scores were re-scored by line vectors
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,17 @@ def _passes(row: ChunkRow, f: Filters, sources: tuple[str, ...] | None, prefix: 
     return True
 
 
+def line_reader(store: SearchSource, ls: LineSettings) -> LineReader | None:
+    """The line vectors a search re-scores with, None when it scores without: none kept,
+    turned off, or a team index past this client's limit (scored as if it had none)."""
+    lines = store.lines
+    if lines is None or ls.max_chunks == 0 or ls.weight == 0:
+        return None
+    return None if lines.shared and lines.over(ls.max_chunks) else lines
+
+
 def by_lines(
-    store: SearchSource,
+    lines: LineReader,
     qvec: np.ndarray,
     cands: list[Candidate],
     ls: LineSettings,
@@ -113,11 +123,6 @@ def by_lines(
     the new scores (reciprocal rank fusion reads ranks). Chunks without line vectors (not
     embedded yet, or of one line) keep their own cosine. Returns, per re-scored chunk, its
     vectors' lines and cosines (for the line a hit points at)."""
-    lines = store.lines
-    if lines is None or ls.max_chunks == 0 or ls.weight == 0:
-        return {}
-    if lines.shared and lines.over(ls.max_chunks):
-        return {}  # a team index past this client's limit: scored as if it had none
     top = heapq.nlargest(LINE_CANDIDATES, (c for c in cands if c.vector is not None), key=rank)
     found = lines.get([c.chunk_id for c in top])
     closest: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -197,6 +202,7 @@ def run(
     cands: dict[int, Candidate] = {}
     bm25: dict[int, float] = {}
     closest: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    used_lines = True  # no vector side: nothing to re-score, nothing for others to follow
     # On a large in-memory matrix the vector side runs beside the keyword side: FTS5 and numpy
     # both release the GIL, so a hybrid search costs the slower side, not both.
     beside = None
@@ -267,7 +273,11 @@ def run(
                 return fused(replace(c, vector=bg.score(c.vector)))
             return fused(c)
 
-        closest = by_lines(store, qvec, [c for c, _ in kept], qs.lines, prelim)
+        # Candidates from elsewhere are re-scored by lines only as the other search's were.
+        lines = line_reader(store, qs.lines) if scale is None or scale.lines else None
+        used_lines = lines is not None
+        if lines is not None:
+            closest = by_lines(lines, qvec, [c for c, _ in kept], qs.lines, prelim)
         if calibrating and bg is not None:
             for c, _ in kept:
                 if c.vector is not None:
@@ -289,7 +299,9 @@ def run(
         factor = lift([best_raw], [best_calibrated])
         for c, _ in kept:
             c.score = min(1.0, c.score * factor)
-    measured = Scale(best_bm, cover, bg, best_raw, best_calibrated, asked, tuple(df), total)
+    measured = Scale(
+        best_bm, cover, bg, best_raw, best_calibrated, asked, tuple(df), total, used_lines
+    )
     scored: list[tuple[Candidate, ChunkRow]] = []
     below, best_below = 0, 0.0
     for c, row in kept:
