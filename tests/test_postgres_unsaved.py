@@ -14,6 +14,7 @@ from test_line_vectors import ANSWER, NOTE, QUESTION
 from test_postgres import paths, team
 
 from memory_ls.engine import MemoryEngine
+from memory_ls.index.writes import SyncReport
 from memory_ls.settings import Settings
 
 PLANS = "# Plans\n\nBook the dentist for Tuesday.\nThe walrus exhibit opens in spring.\n"
@@ -51,10 +52,13 @@ def test_unsaved_text_is_searched_beside_the_team_index(tmp_path: Path) -> None:
         assert top.vector_score is not None and top.score > first.results[0].score
         assert DRAFT_PATH not in paths(eb.search(QUESTION, min_score=0))  # never shared
 
-        # Saved: the team index answers for it, on the same scale.
+        # Saved: the team index answers for it, on the same scale, with the vector made
+        # while it was unsaved (put in the team's embedding cache on saving: not made again).
         write(a, DRAFT_PATH, NOTE)
         ea.set_document(DRAFT_PATH, NOTE)
-        ea.embed_pending()
+        report = SyncReport("test")
+        ea.embed_pending(None, report)
+        assert report.embedded == report.cache_hits == 1
         saved = ea.search(QUESTION).results[0]
         assert saved.path == DRAFT_PATH and saved.best_line == top.best_line
         # the same but for the team's int8 line vectors (0.79597 unsaved, 0.79595 saved)

@@ -188,6 +188,9 @@ class MemoryEngine:
             return False
         if self.primary is not None:
             self.primary.buffer_changed(self.indexer, str(path), text)
+            rel = self.workspace.relative(str(path))
+            if rel not in self.primary.unsaved and self.searcher.unsaved is not None:
+                self.searcher.unsaved.share(rel)  # saved: its vectors made here, for all
         return True
 
     def clear_document(self, path: str | Path) -> None:

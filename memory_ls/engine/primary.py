@@ -327,6 +327,19 @@ class Primary:
         if self.db is not None:
             self.ready(indexer, {mf.path})
 
+    def share_vectors(self, items: list[tuple[str, bytes]]) -> None:
+        """Put vectors made on this machine into the team's embedding cache (by content
+        hash): those of a note just saved, so that the team's vector phase finds them."""
+        provider, db = self.policy.current, self.db
+        if not items or provider is None or db is None or not self.settings.cache.enabled:
+            return
+        key = (provider.id, provider.model, provider.provider_key)
+        try:
+            with self.lock:
+                pg_writer(db).cache.put(key, items)
+        except PRIMARY_ERRORS as exc:
+            self.failed(exc)
+
     def embed(
         self,
         indexer: Indexer,

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..embeddings.base import EmbeddingError, EmbeddingProvider
 from ..index.line_vectors import ChunkLines, segments
-from ..index.rows import ChunkRow, FileInfo, from_blob
+from ..index.rows import ChunkRow, FileInfo, from_blob, to_blob
 from ..index.store import Store
 from ..index.term_counts import bm25, count_terms, parse_match
 from ..search.calibrate import lift
@@ -194,6 +194,21 @@ class UnsavedText:
             if got or not parts:  # a failed embedding is tried again after the next edit
                 held = ChunkLines(np.array([r for r, _ in parts]), np.stack(got)) if got else None
                 self._keep(self._lines, {(model, h): held})
+
+    def share(self, path: str) -> None:
+        """``path`` was just saved: its chunks' vectors made here go to the team's embedding
+        cache, so the team's vector phase does not embed them again (lines it does)."""
+        model = self._model()
+        if model is None:
+            return
+        try:
+            with self.indexer.reader() as store:
+                chunks = _chunks(store, [path])
+        except Exception:  # an optimisation: the team embeds them itself otherwise
+            log.exception("reading the chunks of %s to share their vectors failed", path)
+            return
+        held, _ = self._held(model, chunks)
+        self.primary.share_vectors([(chunks[cid][0], to_blob(v)) for cid, v in held.items()])
 
     def _model(self) -> str | None:
         p = self.indexer.policy.current
