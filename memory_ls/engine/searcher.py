@@ -30,6 +30,7 @@ from .reranking import RerankPolicy, apply_scores
 from .unsaved import UnsavedText, merge, moved, widened
 
 if TYPE_CHECKING:
+    from ..index.postgres import PgStore
     from .primary import Primary
 
 
@@ -134,7 +135,11 @@ class Searcher:
         unsaved = self.unsaved.paths() if self.unsaved is not None else frozenset()
         asked = widened(req) if unsaved else req
 
-        def answer(store: IndexBackend, scale: Scale | None = None) -> Outcome:
+        avgdl: list[float] = []  # the team's average chunk length, for the unsaved text's BM25
+
+        def answer(store: PgStore, scale: Scale | None = None) -> Outcome:
+            if unsaved and not avgdl:
+                avgdl.append(store.keyword_totals()[1])
             vectors = SqliteVecIndex(store)
             return self._run(store, vectors, qvec, asked, qs, reference, scale)
 
@@ -142,7 +147,8 @@ class Searcher:
         if out is None:
             return None
         if self.unsaved is not None and unsaved:
-            mine, both = self.unsaved.search(out.scale, unsaved, qvec, req, qs, reference)
+            team = dataclasses.replace(out.scale, avgdl=avgdl[0] if avgdl else 1.0)
+            mine, both = self.unsaved.search(team, unsaved, qvec, req, qs, reference)
             if moved(out.scale, both):  # the team's hits scored again against the unsaved ones
                 out = primary.read(lambda store: answer(store, both)) or out
             out = merge(out, mine, unsaved, req.limit, req.threshold)

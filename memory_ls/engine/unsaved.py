@@ -61,7 +61,6 @@ class UnsavedSource:
     texts: dict[int, str]
     found_lines: dict[int, ChunkLines]
     scale: Scale
-    avgdl: float
     shared: bool = False
 
     @property
@@ -91,7 +90,8 @@ class UnsavedSource:
             team.get(w, 0) + sum(1 for c in matched if tf[c][i]) for i, (w, _) in enumerate(terms)
         ]
         chunks = self.scale.total + everything
-        ranked = [(c, bm25(tf[c], length[c], df, chunks, self.avgdl)) for c in matched]
+        avgdl = self.scale.avgdl
+        ranked = [(c, bm25(tf[c], length[c], df, chunks, avgdl)) for c in matched]
         return sorted(ranked, key=lambda r: (r[1], r[0]))[:limit]
 
     def chunks_by_ids(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
@@ -140,7 +140,6 @@ class UnsavedText:
         reference: np.ndarray | None,
     ) -> tuple[list[SearchHit], Scale]:
         model = self._model()
-        totals = self.primary.read(lambda s: s.keyword_totals()) if scale.words else None
         with self.indexer.reader() as store:
             chunks = _chunks(store, paths)
             if not chunks:
@@ -150,7 +149,7 @@ class UnsavedText:
             if qvec is not None and model is not None:
                 vecs, lines = self._held(model, chunks)
             texts = {cid: text for cid, (_, text) in chunks.items()}
-            source = UnsavedSource(store, texts, lines, scale, totals[1] if totals else 1.0)
+            source = UnsavedSource(store, texts, lines, scale)
             ids = np.array(list(vecs), dtype=np.int64)
             mat = np.stack(list(vecs.values())) if vecs else np.zeros((0, 1), dtype=np.float32)
             vectors = VectorIndex(lambda _large: (ids, mat))

@@ -17,10 +17,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..text import fts_text
-from .schema import FTS_TOKENIZER
+from .schema import FTS_TOKENIZER, DatabaseError
 
 K1, B = 1.2, 0.75
 MIN_IDF = 1e-6
+_TABLES = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.scored_text USING fts5("
+    f"  t, tokenize = '{FTS_TOKENIZER}');"
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.scored_tokens USING fts5vocab("
+    "  'temp', 'scored_text', 'instance');"
+)
+_INSERT = "INSERT INTO temp.scored_text(rowid, t) VALUES (?, ?)"
 
 
 def parse_match(expr: str) -> list[tuple[str, bool]]:
@@ -39,16 +46,14 @@ def count_terms(
     by a connection-local FTS5 table with the index's tokenizer (a reader never writes the
     file). A term of several tokens counts as its rarest token in the text, a prefix term
     (``"限"*``) as every token it begins."""
-    conn.executescript(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.scored_text USING fts5("
-        f"  t, tokenize = '{FTS_TOKENIZER}');"
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.scored_tokens USING fts5vocab("
-        "  'temp', 'scored_text', 'instance');"
-    )
     rows = [(cid, fts_text(t)) for cid, t in texts.items()]
     rows += [(-1 - i, w) for i, (w, _) in enumerate(terms)]  # query terms are already grams
     try:
-        conn.executemany("INSERT INTO temp.scored_text(rowid, t) VALUES (?, ?)", rows)
+        try:
+            conn.executemany(_INSERT, rows)
+        except DatabaseError:  # the connection's first time: made once, not on every search
+            conn.executescript(_TABLES)
+            conn.executemany(_INSERT, rows)
         found = conn.execute("SELECT doc, term FROM temp.scored_tokens").fetchall()
     finally:
         conn.execute("DELETE FROM temp.scored_text")

@@ -62,6 +62,7 @@ class Scale:
     df: tuple[int, ...] = ()
     total: int = 0
     lines: bool = True  # whether vector scores were re-scored by line vectors
+    avgdl: float = 1.0  # the index's average chunk length in tokens (set by its owner)
 
 
 @dataclass(frozen=True)
