@@ -52,13 +52,15 @@ def test_unsaved_text_is_searched_beside_the_team_index(tmp_path: Path) -> None:
         assert top.vector_score is not None and top.score > first.results[0].score
         assert DRAFT_PATH not in paths(eb.search(QUESTION, min_score=0))  # never shared
 
-        # Saved: the team index answers for it, on the same scale, with the vector made
-        # while it was unsaved (put in the team's embedding cache on saving: not made again).
+        # Saved: the team index answers for it, on the same scale. The vector made while it
+        # was unsaved goes to the team's embedding cache before the push, which finds it
+        # there: the team has it at once and never embeds the note again (its lines it does).
         write(a, DRAFT_PATH, NOTE)
         ea.set_document(DRAFT_PATH, NOTE)
+        assert ea.search(QUESTION).results[0].vector_score is not None
         report = SyncReport("test")
         ea.embed_pending(None, report)
-        assert report.embedded == report.cache_hits == 1
+        assert report.embedded == 0
         saved = ea.search(QUESTION).results[0]
         assert saved.path == DRAFT_PATH and saved.best_line == top.best_line
         # the same but for the team's int8 line vectors (0.79597 unsaved, 0.79595 saved)
@@ -139,3 +141,29 @@ def test_unsaved_text_follows_a_team_scored_without_lines(tmp_path: Path) -> Non
     assert unsaved.path == saved.path == DRAFT_PATH
     # the same but for the team's float16 chunk vectors
     assert unsaved.score == pytest.approx(saved.score, abs=1e-4)
+
+
+def test_an_unsaved_edit_of_a_team_note_scores_as_its_saved_text(tmp_path: Path) -> None:
+    """Editing a note the team holds: its saved chunks leave the team's side of the search
+    and its words' counts, the unsaved ones take their place, so an edit that leaves the
+    query's words and the chunk's length alone changes no score at all."""
+    ns = unique("edit")
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, "memory/2026-03-02-plans.md", PLANS)
+    for i in range(40):
+        write(b, f"memory/log-{i:02d}.md", f"# Log {i}\n\nThe ferry left at {i} past nine.\n")
+    with (
+        MemoryEngine(a, team(shared_url(), ns)) as ea,
+        MemoryEngine(b, team(shared_url(), ns)) as eb,
+    ):
+        eb.sync()
+        ea.sync()
+
+        def ranked() -> list[tuple[str, float]]:
+            found = ea.search("walrus ferry", mode="keyword", min_score=0).results
+            return [(h.path, round(h.score, 9)) for h in found]
+
+        before = ranked()
+        ea.set_document("memory/2026-03-02-plans.md", PLANS.replace("spring", "summer"))
+        assert ranked() == before
+        assert before[0][0] == "memory/2026-03-02-plans.md"

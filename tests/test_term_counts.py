@@ -60,24 +60,27 @@ def hit(path: str, score: float, line: int = 1) -> SearchHit:
 
 
 def test_merge_places_unsaved_hits_by_score_and_gates_the_whole_list() -> None:
-    team = Outcome(
-        [hit("a.md", 0.9), hit("draft.md", 0.8), hit("b.md", 0.5), hit("c.md", 0.1)], "hybrid"
+    team = Outcome([hit("a.md", 0.9), hit("b.md", 0.5), hit("c.md", 0.1)], "hybrid")
+    mine = Outcome(
+        [hit("draft.md", 0.7, 3), hit("draft.md", 0.3, 9), hit("draft.md", 0.1, 12)],
+        "hybrid",
+        below_min_score=2,
+        best_below=0.05,
     )
-    mine = [hit("draft.md", 0.7, 3), hit("draft.md", 0.3, 9), hit("draft.md", 0.1, 12)]
-    out = merge(team, mine, {"draft.md"}, limit=3, threshold=0.35)
-    # the team's saved draft gives way; the unsaved one takes its place by score; the 0.1s
-    # are under half of minScore; cut to the limit
+    out = merge(team, mine, limit=3, threshold=0.35)
+    # the unsaved hits take their places by score among the team's; the 0.1s are under half
+    # of minScore and counted with what each side already left out; cut to the limit
     assert [(h.path, h.score) for h in out.hits] == [
         ("a.md", 0.9),
         ("draft.md", 0.7),
         ("b.md", 0.5),
     ]
-    assert out.below_min_score == 1 and out.best_below == 0.1
+    assert out.below_min_score == 4 and out.best_below == 0.1
     # nothing reaches minScore: no answer, and the counts say what fell short
     weak = merge(
-        Outcome([hit("b.md", 0.3)], "hybrid"), [hit("draft.md", 0.25)], {"draft.md"}, 6, 0.35
+        Outcome([hit("b.md", 0.3)], "hybrid"), Outcome([hit("draft.md", 0.25)], "hybrid"), 6, 0.35
     )
     assert weak.hits == [] and weak.below_min_score == 2 and weak.best_below == 0.3
     # an unsaved hit that reaches minScore answers even where the team had nothing
-    alone = merge(Outcome([], "hybrid"), [hit("draft.md", 0.6)], {"draft.md"}, 6, 0.35)
+    alone = merge(Outcome([], "hybrid"), Outcome([hit("draft.md", 0.6)], "hybrid"), 6, 0.35)
     assert [h.path for h in alone.hits] == ["draft.md"]

@@ -163,7 +163,7 @@ class MemoryEngine:
         if self.primary is not None:
             n = self.primary.embed(self.indexer, progress, report, should_stop)
             if self.searcher.unsaved is not None:
-                self.searcher.unsaved.prepare()
+                self.searcher.unsaved.prepare(should_stop)
             return n
         return self.indexer.embed_pending(progress, report, should_stop)
 
@@ -187,10 +187,8 @@ class MemoryEngine:
         if not self.indexer.set_document(path, text):
             return False
         if self.primary is not None:
-            self.primary.buffer_changed(self.indexer, str(path), text)
-            rel = self.workspace.relative(str(path))
-            if rel not in self.primary.unsaved and self.searcher.unsaved is not None:
-                self.searcher.unsaved.share(rel)  # saved: its vectors made here, for all
+            share = self.searcher.unsaved.share if self.searcher.unsaved is not None else None
+            self.primary.buffer_changed(self.indexer, str(path), text, share)
         return True
 
     def clear_document(self, path: str | Path) -> None:

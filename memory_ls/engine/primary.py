@@ -273,8 +273,9 @@ class Primary:
             self.catch_up(indexer, changed if self.pushed is not None else None, wait_s=wait)
         return self.db
 
-    def read(self, fn: Callable[[PgStore], T]) -> T | None:
-        """``fn`` on a reader of the team index; None (and the cooldown) when it fails."""
+    def read(self, fn: Callable[[PgStore], T], *, cooldown: bool = True) -> T | None:
+        """``fn`` on a reader of the team index; None (and the cooldown) when it fails.
+        ``cooldown=False``: a read that is an optimisation only logs its failure."""
         db = self.connect()
         if db is None:
             return None
@@ -282,7 +283,10 @@ class Primary:
             with pg_reader(db) as store:
                 return fn(store)
         except PRIMARY_ERRORS as exc:
-            self.failed(exc)
+            if cooldown:
+                self.failed(exc)
+            else:
+                log.warning("team index: an optional read failed: %s", describe(exc, self.url))
             return None
 
     def file_text(self, path: str) -> tuple[str, list[int] | None] | None:
@@ -309,9 +313,17 @@ class Primary:
         self._texts[path] = (found.hash, found.text)
         return found.text, found.line_map
 
-    def buffer_changed(self, indexer: Indexer, path: str, text: str) -> None:
-        """An editor buffer changed: push the file when the buffer is what was saved; until
-        then its text is searched on this machine beside the team index."""
+    def buffer_changed(
+        self,
+        indexer: Indexer,
+        path: str,
+        text: str,
+        on_saved: Callable[[str], None] | None = None,
+    ) -> None:
+        """An editor buffer changed: push the file when the buffer is what was saved (after
+        ``on_saved(path)``, which may put vectors made here into the team's embedding cache
+        for the push to find); until then its text is searched on this machine beside the
+        team index."""
         try:
             mf = self.workspace.resolve(path)
         except PathError:
@@ -325,6 +337,8 @@ class Primary:
             return
         self.unsaved.discard(mf.path)
         if self.db is not None:
+            if on_saved is not None:
+                on_saved(mf.path)
             self.ready(indexer, {mf.path})
 
     def share_vectors(self, items: list[tuple[str, bytes]]) -> None:
@@ -334,11 +348,15 @@ class Primary:
         if not items or provider is None or db is None or not self.settings.cache.enabled:
             return
         key = (provider.id, provider.model, provider.provider_key)
+        # Never waits long for a push in progress: an editor's save is behind this.
+        if not self.lock.acquire(timeout=max(1.0, self.settings.sync.search_budget_ms / 1000)):
+            return
         try:
-            with self.lock:
-                pg_writer(db).cache.put(key, items)
-        except PRIMARY_ERRORS as exc:
-            self.failed(exc)
+            pg_writer(db).cache.put(key, items)
+        except PRIMARY_ERRORS as exc:  # an optimisation: the team embeds the note otherwise
+            log.warning("team index: sharing vectors failed: %s", describe(exc, self.url))
+        finally:
+            self.lock.release()
 
     def embed(
         self,

@@ -135,23 +135,27 @@ class Searcher:
         unsaved = self.unsaved.paths() if self.unsaved is not None else frozenset()
         asked = widened(req) if unsaved else req
 
-        avgdl: list[float] = []  # the team's average chunk length, for the unsaved text's BM25
+        # For the unsaved text's BM25: the team's average chunk length, and its chunks of the
+        # unsaved files (their words are in the team's counts, to be taken out).
+        avgdl: list[float] = []
+        saved: list[str] = []
 
         def answer(store: PgStore, scale: Scale | None = None) -> Outcome:
             if unsaved and not avgdl:
                 avgdl.append(store.keyword_totals()[1])
+                saved.extend(store.chunk_texts(unsaved))
             vectors = SqliteVecIndex(store)
-            return self._run(store, vectors, qvec, asked, qs, reference, scale)
+            return self._run(store, vectors, qvec, asked, qs, reference, scale, unsaved)
 
         out = primary.read(answer)
         if out is None:
             return None
         if self.unsaved is not None and unsaved:
             team = dataclasses.replace(out.scale, avgdl=avgdl[0] if avgdl else 1.0)
-            mine, both = self.unsaved.search(team, unsaved, qvec, req, qs, reference)
-            if moved(out.scale, both):  # the team's hits scored again against the unsaved ones
-                out = primary.read(lambda store: answer(store, both)) or out
-            out = merge(out, mine, unsaved, req.limit, req.threshold)
+            mine = self.unsaved.search(team, saved, unsaved, qvec, req, qs, reference)
+            if moved(out.scale, mine.scale):  # the team's hits scored again against them
+                out = primary.read(lambda store: answer(store, mine.scale)) or out
+            out = merge(out, mine, req.limit, req.threshold)
         return out, why
 
     def _query_vector(
@@ -177,6 +181,7 @@ class Searcher:
         qs: QuerySettings,
         reference: np.ndarray | None,
         scale: Scale | None = None,
+        exclude: frozenset[str] = frozenset(),
     ) -> Outcome:
         today = datetime.now(UTC).date()
-        return run_search(store, vectors, qvec, req, qs, today, reference, scale)
+        return run_search(store, vectors, qvec, req, qs, today, reference, scale, exclude)

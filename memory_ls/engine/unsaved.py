@@ -22,7 +22,7 @@ import dataclasses
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
@@ -61,6 +61,7 @@ class UnsavedSource:
     texts: dict[int, str]
     found_lines: dict[int, ChunkLines]
     scale: Scale
+    saved: list[str]  # the team's chunks of these files: in its counts, taken out here
     shared: bool = False
 
     @property
@@ -77,19 +78,24 @@ class UnsavedSource:
         return self.store.doc_frequencies(words)  # only when the team search had no words
 
     def fts_search(self, expr: str, limit: int, postings: int = 0) -> list[tuple[int, float]]:
-        """FTS5 says which chunks match; their BM25 is counted as if they were in the team
-        index: its chunks and word counts plus these chunks', its average length."""
+        """FTS5 says which chunks match; their BM25 is counted as if these chunks were in the
+        team index in place of the files' saved ones: the team's chunk and word counts with
+        theirs taken out and these put in, the team's average length."""
         everything = len(self.texts)
         matched = [cid for cid, _ in self.store.fts_within(expr, list(self.texts), everything)]
         if not matched:
             return []
         terms = parse_match(expr)
-        tf, length = count_terms(self.store.conn, {c: self.texts[c] for c in matched}, terms)
+        conn = self.store.conn
+        tf, length = count_terms(conn, {c: self.texts[c] for c in matched}, terms)
+        old = count_terms(conn, dict(enumerate(self.saved)), terms)[0] if self.saved else {}
         team = dict(zip(self.scale.words, self.scale.df, strict=True))
         df = [
-            team.get(w, 0) + sum(1 for c in matched if tf[c][i]) for i, (w, _) in enumerate(terms)
+            max(0, team.get(w, 0) - sum(1 for t in old.values() if t[i]))
+            + sum(1 for c in matched if tf[c][i])
+            for i, (w, _) in enumerate(terms)
         ]
-        chunks = self.scale.total + everything
+        chunks = max(self.scale.total - len(self.saved) + everything, *df)
         avgdl = self.scale.avgdl
         ranked = [(c, bm25(tf[c], length[c], df, chunks, avgdl)) for c in matched]
         return sorted(ranked, key=lambda r: (r[1], r[0]))[:limit]
@@ -115,59 +121,60 @@ class UnsavedText:
     def search(
         self,
         team: Scale,
+        saved: list[str],
         paths: frozenset[str],
         qvec: np.ndarray | None,
         req: SearchRequest,
         qs: QuerySettings,
         reference: np.ndarray | None,
-    ) -> tuple[list[SearchHit], Scale]:
-        """The unsaved files' hits scored on the ``team`` search's scale, and the scale of
-        both together (moved when these hold a better keyword match or stand out further).
-        A failure is logged and leaves the team's answer standing alone."""
+    ) -> Outcome:
+        """The unsaved files' outcome scored on the ``team`` search's scale (``saved``: the
+        team's chunks of those files), its ``scale`` that of both together (moved when these
+        hold a better keyword match or stand out further). A failure is logged and leaves
+        the team's answer standing alone."""
         try:
-            return self._search(team, paths, qvec, req, qs, reference)
+            return self._search(team, saved, paths, qvec, req, qs, reference)
         except Exception:  # the team has answered: this part must never turn that into a failure
             log.exception("searching unsaved text failed; the team index's answer stands")
-            return [], team
+            return Outcome([], "keyword", scale=team)
 
     def _search(
         self,
         scale: Scale,
+        saved: list[str],
         paths: frozenset[str],
         qvec: np.ndarray | None,
         req: SearchRequest,
         qs: QuerySettings,
         reference: np.ndarray | None,
-    ) -> tuple[list[SearchHit], Scale]:
+    ) -> Outcome:
         model = self._model()
         with self.indexer.reader() as store:
             chunks = _chunks(store, paths)
             if not chunks:
-                return [], scale
+                return Outcome([], "keyword", scale=scale)
             vecs: dict[int, np.ndarray] = {}
             lines: dict[int, ChunkLines] = {}
             if qvec is not None and model is not None:
                 vecs, lines = self._held(model, chunks)
             texts = {cid: text for cid, (_, text) in chunks.items()}
-            source = UnsavedSource(store, texts, lines, scale)
+            source = UnsavedSource(store, texts, lines, scale, saved)
             ids = np.array(list(vecs), dtype=np.int64)
             mat = np.stack(list(vecs.values())) if vecs else np.zeros((0, 1), dtype=np.float32)
             vectors = VectorIndex(lambda _large: (ids, mat))
-            wide = dataclasses.replace(req, min_score=req.threshold * TAIL)  # merge gates
             today = datetime.now(UTC).date()
-            out = run_search(source, vectors, qvec, wide, qs, today, reference, scale)
-            return out.hits, out.scale
+            return run_search(source, vectors, qvec, widened(req), qs, today, reference, scale)
 
-    def prepare(self) -> None:
+    def prepare(self, should_stop: Callable[[], bool] | None = None) -> None:
         """Make what the unsaved chunks lack: their vectors (the team's embedding cache
-        first) and their lines' (a background job, after each edit). Never raises: the
-        vector phase it follows has done its own work."""
+        first) and their lines' where line vectors are in use (a background job, after each
+        edit). Never raises: the vector phase it follows has done its own work."""
         try:
-            self._prepare()
+            self._prepare(should_stop or (lambda: False))
         except Exception:
             log.exception("preparing unsaved text for vector search failed")
 
-    def _prepare(self) -> None:
+    def _prepare(self, should_stop: Callable[[], bool]) -> None:
         provider = self.indexer.policy.current
         model = self._model()
         paths = self.paths()
@@ -179,15 +186,21 @@ class UnsavedText:
         texts = {h: t for cid, (h, t) in chunks.items() if cid not in have}
         if texts:
             key = (provider.id, provider.model, provider.provider_key)
-            cached = self.primary.read(lambda s: s.cache.get(key, list(texts))) or {}
+            found = self.primary.read(lambda s: s.cache.get(key, list(texts)), cooldown=False)
+            cached = found or {}
             made = {h: from_blob(b) for h, b in cached.items()}
             todo = [h for h in texts if h not in made]
             if got := _embed(provider, [texts[h] for h in todo]):
                 made.update(zip(todo, got, strict=True))
             self._keep(self._chunks, {(model, h): v for h, v in made.items()})
+        ls = self.indexer.settings.query.lines
+        if ls.weight == 0 or self.indexer.line_budget() == 0:
+            return  # no search re-scores by lines (or their cost is not wanted)
         with self._lock:
             lacking = {h: t for h, t in chunks.values() if (model, h) not in self._lines}
         for h, text in lacking.items():
+            if should_stop():
+                return
             parts = segments(text, partial(readable, provider))
             got = _embed(provider, [p for _, p in parts])
             if got or not parts:  # a failed embedding is tried again after the next edit
@@ -259,35 +272,29 @@ def _embed(provider: EmbeddingProvider, texts: list[str]) -> list[np.ndarray]:
 
 
 def widened(req: SearchRequest) -> SearchRequest:
-    """What to ask the team index when unsaved files take part: twice the results (its hits
-    on those files give way) and down to the tail of minScore (``merge`` gates)."""
-    return dataclasses.replace(req, max_results=2 * req.limit, min_score=req.threshold * TAIL)
+    """What to ask each side when unsaved files take part: results down to the tail of
+    minScore, whatever the best of that side (``merge`` gates the two as one list)."""
+    return dataclasses.replace(req, min_score=req.threshold * TAIL)
 
 
 def moved(team: Scale, both: Scale) -> bool:
     """Whether candidates found elsewhere changed the scale the team's hits were scored on:
     a better keyword match, or a higher lift of the "lift" policy."""
     lifted = lift([both.best_raw], [both.best_calibrated])
-    return both.best_bm25 < team.best_bm25 or lifted > lift([team.best_raw], [team.best_calibrated])
+    before = lift([team.best_raw], [team.best_calibrated])
+    return both.best_bm25 < team.best_bm25 or abs(lifted - before) > 1e-9
 
 
-def merge(
-    team: Outcome, mine: list[SearchHit], paths: Iterable[str], limit: int, threshold: float
-) -> Outcome:
-    """The team's hits without ``paths``, with ``mine`` placed by score (the team's order,
-    MMR's or balanced, kept among its own), down to ``TAIL`` x ``threshold``, cut to
-    ``limit``; nothing when the best of them is under ``threshold``."""
-    gone = set(paths)
+def merge(team: Outcome, mine: Outcome, limit: int, threshold: float) -> Outcome:
+    """The team's hits with the unsaved text's placed by score (the team's order, MMR's or
+    balanced, kept among its own), down to ``TAIL`` x ``threshold``, cut to ``limit``;
+    nothing when the best of them is under ``threshold``. What falls short is counted."""
     floor = threshold * TAIL
-    theirs = [h for h in team.hits if h.path not in gone and h.score >= floor]
-    ours = sorted((h for h in mine if h.score >= floor), key=lambda h: -h.score)
-    below = team.below_min_score + sum(
-        1 for h in team.hits if h.path not in gone and h.score < floor
-    )
-    best_below = max(
-        [team.best_below or 0.0]
-        + [h.score for h in team.hits if h.path not in gone and h.score < floor]
-    )
+    theirs = [h for h in team.hits if h.score >= floor]
+    ours = sorted((h for h in mine.hits if h.score >= floor), key=lambda h: -h.score)
+    short = [h.score for h in (*team.hits, *mine.hits) if h.score < floor]
+    below = team.below_min_score + mine.below_min_score + len(short)
+    best_below = max([team.best_below or 0.0, mine.best_below or 0.0, *short])
     out: list[SearchHit] = []
     for h in theirs:
         while ours and ours[0].score > h.score:

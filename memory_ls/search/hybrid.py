@@ -160,13 +160,15 @@ def run(
     today: date,
     reference: np.ndarray | None = None,
     scale: Scale | None = None,
+    exclude: frozenset[str] = frozenset(),
 ) -> Outcome:
     """The hits for one resolved request, the mode that produced them, and what fell short.
 
     ``reference``: the model's vectors of the calibration passages (calibrate.py), so even a
     tiny corpus gives each query a background to stand out from. ``scale``: another search's
     (``Outcome.scale``) to score these candidates on: a better keyword match, its background
-    and its best scores count as if they had been among these candidates."""
+    and its best scores count as if they had been among these candidates. ``exclude``: files
+    whose chunks are left out (their text is being searched elsewhere)."""
     words, filters = parse_filters(req.query)
     use_vec = qvec is not None and vectors is not None and req.mode in ("auto", "hybrid", "vector")
     # Degrade, never fail: a vector search with no query vector answers with keywords.
@@ -240,7 +242,9 @@ def run(
     kept = [
         (c, rows[cid])
         for cid, c in cands.items()
-        if cid in rows and _passes(rows[cid], filters, req.sources, req.path_prefix)
+        if cid in rows
+        and rows[cid].path not in exclude
+        and _passes(rows[cid], filters, req.sources, req.path_prefix)
     ]
     # Normalise BM25 against the best match that survived the filters, so that the best
     # keyword hit of a filtered search still scores 1.0 and passes minScore.

@@ -314,6 +314,14 @@ class PgStore:
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:
         return keyword.doc_frequencies(self, words)
 
+    def chunk_texts(self, paths: Iterable[str]) -> list[str]:
+        """The texts of the namespace's chunks of ``paths``."""
+        rows = self.q(
+            "SELECT text FROM memory_chunks WHERE ns = %s AND path = ANY(%s)",
+            (self.ns, list(paths)),
+        )
+        return [r[0] for r in rows]
+
     def keyword_totals(self) -> tuple[int, float]:
         """The namespace's chunks and their average length in tokens (BM25's N and avgdl)."""
         return keyword.totals(self)
