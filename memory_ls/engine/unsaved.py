@@ -19,13 +19,14 @@ scored by its keywords, and by its own vector until its lines are.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from ..embeddings.base import EmbeddingError, EmbeddingProvider
 from ..index.line_vectors import ChunkLines, segments
 from ..index.rows import ChunkRow, FileInfo, from_blob, to_blob
 from ..index.store import Store
-from ..index.term_counts import bm25, count_terms, parse_match
+from ..index.term_counts import bm25, frequencies, parse_match, tokenize
 from ..search.calibrate import lift
 from ..search.hybrid import TAIL, Outcome, Scale
 from ..search.hybrid import run as run_search
@@ -41,6 +42,7 @@ from ..search.request import SearchRequest
 from ..search.results import SearchHit
 from ..search.vector import VectorIndex
 from ..settings import QuerySettings
+from ..text import fts_text
 from .indexer import Indexer
 from .providers import readable
 
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+_K = TypeVar("_K", tuple[str, str], bytes)
 KEPT = 1024  # chunk vectors, and chunks' line vectors, kept by content hash (least recent go)
 
 
@@ -62,6 +65,7 @@ class UnsavedSource:
     found_lines: dict[int, ChunkLines]
     scale: Scale
     saved: list[str]  # the team's chunks of these files: in its counts, taken out here
+    counted: Callable[[Any, dict[int, str]], dict[int, Counter[str]]]  # tokens of texts
     shared: bool = False
 
     @property
@@ -87,11 +91,15 @@ class UnsavedSource:
             return []
         terms = parse_match(expr)
         conn = self.store.conn
-        tf, length = count_terms(conn, {c: self.texts[c] for c in matched}, terms)
-        old = count_terms(conn, dict(enumerate(self.saved)), terms)[0] if self.saved else {}
+        words = [list(t) for t in tokenize(conn, dict(enumerate(w for w, _ in terms))).values()]
+        counts = self.counted(conn, {c: self.texts[c] for c in matched})
+        tf = {c: frequencies(counts[c], words, terms) for c in matched}
+        length = {c: sum(counts[c].values()) for c in matched}
+        old = self.counted(conn, dict(enumerate(self.saved))).values() if self.saved else []
+        old_tf = [frequencies(c, words, terms) for c in old]
         team = dict(zip(self.scale.words, self.scale.df, strict=True))
         df = [
-            max(0, team.get(w, 0) - sum(1 for t in old.values() if t[i]))
+            max(0, team.get(w, 0) - sum(1 for t in old_tf if t[i]))
             + sum(1 for c in matched if tf[c][i])
             for i, (w, _) in enumerate(terms)
         ]
@@ -114,6 +122,7 @@ class UnsavedText:
         self._lock = threading.Lock()
         self._chunks: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lines: OrderedDict[tuple[str, str], ChunkLines | None] = OrderedDict()
+        self._tokens: OrderedDict[bytes, Counter[str]] = OrderedDict()  # by text digest
 
     def paths(self) -> frozenset[str]:
         return frozenset(self.primary.unsaved) & frozenset(self.indexer.buffers)
@@ -158,7 +167,7 @@ class UnsavedText:
             if qvec is not None and model is not None:
                 vecs, lines = self._held(model, chunks)
             texts = {cid: text for cid, (_, text) in chunks.items()}
-            source = UnsavedSource(store, texts, lines, scale, saved)
+            source = UnsavedSource(store, texts, lines, scale, saved, self._counted)
             ids = np.array(list(vecs), dtype=np.int64)
             mat = np.stack(list(vecs.values())) if vecs else np.zeros((0, 1), dtype=np.float32)
             vectors = VectorIndex(lambda _large: (ids, mat))
@@ -222,6 +231,21 @@ class UnsavedText:
         held, _ = self._held(model, chunks)
         self.primary.share_vectors([(chunks[cid][0], to_blob(v)) for cid, v in held.items()])
 
+    def _counted(self, conn: Any, texts: dict[int, str]) -> dict[int, Counter[str]]:
+        """``tokenize`` of the texts (as FTS5 stores them), each text tokenized once."""
+        digest = {
+            cid: hashlib.blake2b(t.encode("utf-8", "surrogatepass")).digest()
+            for cid, t in texts.items()
+        }
+        with self._lock:
+            out = {cid: self._tokens[d] for cid, d in digest.items() if d in self._tokens}
+        todo = {cid: fts_text(texts[cid]) for cid in digest if cid not in out}
+        if todo:
+            made = tokenize(conn, todo)
+            out.update(made)
+            self._keep(self._tokens, {digest[cid]: c for cid, c in made.items()})
+        return out
+
     def _model(self) -> str | None:
         p = self.indexer.policy.current
         return None if p is None else "\0".join((p.id, p.model, p.provider_key))
@@ -243,9 +267,7 @@ class UnsavedText:
         dims = {v.shape[0] for v in vecs.values()}
         return (vecs, lines) if len(dims) <= 1 else ({}, {})  # a model change half-way
 
-    def _keep(
-        self, into: OrderedDict[tuple[str, str], _T], items: dict[tuple[str, str], _T]
-    ) -> None:
+    def _keep(self, into: OrderedDict[_K, _T], items: dict[_K, _T]) -> None:
         with self._lock:
             into.update(items)
             while len(into) > KEPT:

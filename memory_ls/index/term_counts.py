@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from ..text import fts_text
 from .schema import FTS_TOKENIZER, DatabaseError
 
+K = TypeVar("K", bound=Hashable)
 K1, B = 1.2, 0.75
 MIN_IDF = 1e-6
 _TABLES = (
@@ -39,15 +40,12 @@ def parse_match(expr: str) -> list[tuple[str, bool]]:
     ]
 
 
-def count_terms(
-    conn: Any, texts: Mapping[int, str], terms: Sequence[tuple[str, bool]]
-) -> tuple[dict[int, list[int]], dict[int, int]]:
-    """(text id -> each term's occurrences in it, text id -> its length in tokens), tokenized
-    by a connection-local FTS5 table with the index's tokenizer (a reader never writes the
-    file). A term of several tokens counts as its rarest token in the text, a prefix term
-    (``"限"*``) as every token it begins."""
-    rows = [(cid, fts_text(t)) for cid, t in texts.items()]
-    rows += [(-1 - i, w) for i, (w, _) in enumerate(terms)]  # query terms are already grams
+def tokenize(conn: Any, texts: Mapping[K, str]) -> dict[K, Counter[str]]:
+    """Each text's tokens and how often each occurs, as the index's tokenizer makes them (a
+    connection-local FTS5 table: a reader never writes the file). Texts as FTS5 stores them:
+    ``fts_text`` of a document, a query term as it is (its CJK grams are made)."""
+    keys = list(texts)
+    rows = [(i, t) for i, t in enumerate(texts.values(), start=1)]
     try:
         try:
             conn.executemany(_INSERT, rows)
@@ -57,28 +55,37 @@ def count_terms(
         found = conn.execute("SELECT doc, term FROM temp.scored_tokens").fetchall()
     finally:
         conn.execute("DELETE FROM temp.scored_text")
-    per_text: dict[int, Counter[str]] = {cid: Counter() for cid in texts}
-    term_tokens: list[list[str]] = [[] for _ in terms]
+    out: dict[K, Counter[str]] = {k: Counter() for k in keys}
     for doc, token in found:
-        if doc < 0:
-            term_tokens[-1 - doc].append(token)
+        out[keys[doc - 1]][token] += 1
+    return out
+
+
+def frequencies(
+    counts: Counter[str], term_tokens: Sequence[Iterable[str]], terms: Sequence[tuple[str, bool]]
+) -> list[int]:
+    """Each term's occurrences in a text of ``counts``: a term of several tokens as its
+    rarest token there, a prefix term (``"限"*``) as every token it begins."""
+    out = []
+    for tokens, (_, prefix) in zip(term_tokens, terms, strict=True):
+        toks = list(tokens)
+        if not toks:
+            out.append(0)
+        elif prefix:
+            out.append(sum(n for token, n in counts.items() if token.startswith(toks[-1])))
         else:
-            per_text[doc][token] += 1
-    tf: dict[int, list[int]] = {}
-    for cid, counts in per_text.items():
-        tf[cid] = [
-            _occurrences(counts, tokens, prefix)
-            for tokens, (_, prefix) in zip(term_tokens, terms, strict=True)
-        ]
-    return tf, {cid: sum(c.values()) for cid, c in per_text.items()}
+            out.append(min(counts[t] for t in toks))
+    return out
 
 
-def _occurrences(counts: Counter[str], tokens: list[str], prefix: bool) -> int:
-    if not tokens:
-        return 0
-    if prefix:
-        return sum(n for token, n in counts.items() if token.startswith(tokens[-1]))
-    return min(counts[t] for t in tokens)
+def count_terms(
+    conn: Any, texts: Mapping[int, str], terms: Sequence[tuple[str, bool]]
+) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """(text id -> each term's occurrences in it, text id -> its length in tokens)."""
+    counts = tokenize(conn, {cid: fts_text(t) for cid, t in texts.items()})
+    term_tokens = tokenize(conn, dict(enumerate(w for w, _ in terms))).values()
+    tf = {cid: frequencies(c, list(term_tokens), terms) for cid, c in counts.items()}
+    return tf, {cid: sum(c.values()) for cid, c in counts.items()}
 
 
 def bm25(tf: Sequence[int], length: int, df: Sequence[int], chunks: int, avgdl: float) -> float:
