@@ -84,3 +84,22 @@ def test_merge_places_unsaved_hits_by_score_and_gates_the_whole_list() -> None:
     # an unsaved hit that reaches minScore answers even where the team had nothing
     alone = merge(Outcome([], "hybrid"), Outcome([hit("draft.md", 0.6)], "hybrid"), 6, 0.35)
     assert [h.path for h in alone.hits] == ["draft.md"]
+
+
+def test_merge_balances_sources_over_both_lists() -> None:
+    def hits(source: str, *scores: float) -> list[SearchHit]:
+        return [
+            SearchHit(f"{source}-{i}.md", 1, 1, s, "t", source, f"{source}-{i}.md#L1")
+            for i, s in enumerate(scores)
+        ]
+
+    team = Outcome(hits("memory", 0.9, 0.8, 0.7, 0.6) + hits("sessions", 0.5, 0.45), "hybrid")
+    mine = Outcome(hits("unsaved", 0.95, 0.85), "hybrid")
+    for h in mine.hits:
+        h.source = "memory"
+    out = merge(team, mine, limit=6, threshold=0.35)
+    # a chatty source keeps at most two thirds of the list when others have candidates
+    assert [h.source for h in out.hits].count("sessions") == 2
+    assert [h.score for h in out.hits] == [0.95, 0.9, 0.85, 0.8, 0.5, 0.45]
+    unbalanced = merge(team, mine, limit=6, threshold=0.35, balance=False)
+    assert [h.score for h in unbalanced.hits] == [0.95, 0.9, 0.85, 0.8, 0.7, 0.6]

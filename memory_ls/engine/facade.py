@@ -161,10 +161,9 @@ class MemoryEngine:
     ) -> int:
         """Embed chunks that have no vector yet; returns how many were embedded."""
         if self.primary is not None:
-            n = self.primary.embed(self.indexer, progress, report, should_stop)
-            if self.searcher.unsaved is not None:
+            if self.searcher.unsaved is not None:  # a few chunks: before the team's backlog
                 self.searcher.unsaved.prepare(should_stop)
-            return n
+            return self.primary.embed(self.indexer, progress, report, should_stop)
         return self.indexer.embed_pending(progress, report, should_stop)
 
     def mark_dirty(self, paths: list[str]) -> None:

@@ -348,11 +348,12 @@ class Primary:
         if not items or provider is None or db is None or not self.settings.cache.enabled:
             return
         key = (provider.id, provider.model, provider.provider_key)
-        # Never waits long for a push in progress: an editor's save is behind this.
-        if not self.lock.acquire(timeout=max(1.0, self.settings.sync.search_budget_ms / 1000)):
+        # Never waits for a push in progress: an editor's save is behind this.
+        if not self.lock.acquire(blocking=False):
             return
         try:
-            pg_writer(db).cache.put(key, items)
+            if self.db is db:  # not closed by a failure meanwhile
+                pg_writer(db).cache.put(key, items)
         except PRIMARY_ERRORS as exc:  # an optimisation: the team embeds the note otherwise
             log.warning("team index: sharing vectors failed: %s", describe(exc, self.url))
         finally:

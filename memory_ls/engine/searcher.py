@@ -27,7 +27,7 @@ from ..settings import QuerySettings
 from .indexer import Indexer
 from .providers import ProviderPolicy
 from .reranking import RerankPolicy, apply_scores
-from .unsaved import UnsavedText, merge, moved, widened
+from .unsaved import UnsavedText, merge, moved
 
 if TYPE_CHECKING:
     from ..index.postgres import PgStore
@@ -133,7 +133,6 @@ class Searcher:
         reference = primary.reference_vectors(db) if calibrate else None
 
         unsaved = self.unsaved.paths() if self.unsaved is not None else frozenset()
-        asked = widened(req) if unsaved else req
 
         # For the unsaved text's BM25: the team's average chunk length, and its chunks of the
         # unsaved files (their words are in the team's counts, to be taken out).
@@ -145,7 +144,7 @@ class Searcher:
                 avgdl.append(store.keyword_totals()[1])
                 saved.extend(store.chunk_texts(unsaved))
             vectors = SqliteVecIndex(store)
-            return self._run(store, vectors, qvec, asked, qs, reference, scale, unsaved)
+            return self._run(store, vectors, qvec, req, qs, reference, scale, unsaved)
 
         out = primary.read(answer)
         if out is None:
@@ -154,8 +153,9 @@ class Searcher:
             team = dataclasses.replace(out.scale, avgdl=avgdl[0] if avgdl else 1.0)
             mine = self.unsaved.search(team, saved, unsaved, qvec, req, qs, reference)
             if moved(out.scale, mine.scale):  # the team's hits scored again against them
-                out = primary.read(lambda store: answer(store, mine.scale)) or out
-            out = merge(out, mine, req.limit, req.threshold)
+                again = primary.read(lambda store: answer(store, mine.scale), cooldown=False)
+                out = again or out
+            out = merge(out, mine, req.limit, req.threshold, qs.source_balance)
         return out, why
 
     def _query_vector(
@@ -183,5 +183,7 @@ class Searcher:
         scale: Scale | None = None,
         exclude: frozenset[str] = frozenset(),
     ) -> Outcome:
+        """``exclude``: unsaved files, searched beside: ``merge`` gates both lists as one."""
         today = datetime.now(UTC).date()
-        return run_search(store, vectors, qvec, req, qs, today, reference, scale, exclude)
+        gate = not exclude
+        return run_search(store, vectors, qvec, req, qs, today, reference, scale, exclude, gate)

@@ -39,6 +39,7 @@ from ..search.calibrate import lift
 from ..search.hybrid import TAIL, Outcome, Scale
 from ..search.hybrid import run as run_search
 from ..search.request import SearchRequest
+from ..search.rerank import balance_sources
 from ..search.results import SearchHit
 from ..search.vector import VectorIndex
 from ..settings import QuerySettings
@@ -172,7 +173,8 @@ class UnsavedText:
             mat = np.stack(list(vecs.values())) if vecs else np.zeros((0, 1), dtype=np.float32)
             vectors = VectorIndex(lambda _large: (ids, mat))
             today = datetime.now(UTC).date()
-            return run_search(source, vectors, qvec, widened(req), qs, today, reference, scale)
+            # Not gated here: merge gates the two lists as one.
+            return run_search(source, vectors, qvec, req, qs, today, reference, scale, gate=False)
 
     def prepare(self, should_stop: Callable[[], bool] | None = None) -> None:
         """Make what the unsaved chunks lack: their vectors (the team's embedding cache
@@ -293,12 +295,6 @@ def _embed(provider: EmbeddingProvider, texts: list[str]) -> list[np.ndarray]:
     return list(out) if len(out) == len(texts) else []
 
 
-def widened(req: SearchRequest) -> SearchRequest:
-    """What to ask each side when unsaved files take part: results down to the tail of
-    minScore, whatever the best of that side (``merge`` gates the two as one list)."""
-    return dataclasses.replace(req, min_score=req.threshold * TAIL)
-
-
 def moved(team: Scale, both: Scale) -> bool:
     """Whether candidates found elsewhere changed the scale the team's hits were scored on:
     a better keyword match, or a higher lift of the "lift" policy."""
@@ -307,10 +303,13 @@ def moved(team: Scale, both: Scale) -> bool:
     return both.best_bm25 < team.best_bm25 or abs(lifted - before) > 1e-9
 
 
-def merge(team: Outcome, mine: Outcome, limit: int, threshold: float) -> Outcome:
+def merge(
+    team: Outcome, mine: Outcome, limit: int, threshold: float, balance: bool = True
+) -> Outcome:
     """The team's hits with the unsaved text's placed by score (the team's order, MMR's or
-    balanced, kept among its own), down to ``TAIL`` x ``threshold``, cut to ``limit``;
-    nothing when the best of them is under ``threshold``. What falls short is counted."""
+    balanced, kept among its own), down to ``TAIL`` x ``threshold``, sources balanced again
+    over both (``query.sourceBalance``), cut to ``limit``; nothing when the best of them is
+    under ``threshold``. What falls short is counted."""
     floor = threshold * TAIL
     theirs = [h for h in team.hits if h.score >= floor]
     ours = sorted((h for h in mine.hits if h.score >= floor), key=lambda h: -h.score)
@@ -323,6 +322,8 @@ def merge(team: Outcome, mine: Outcome, limit: int, threshold: float) -> Outcome
             out.append(ours.pop(0))
         out.append(h)
     out += ours
+    if balance:
+        out = [out[i] for i in balance_sources(range(len(out)), lambda i: out[i].source, limit)]
     if out and max(h.score for h in out) < threshold:
         below += len(out)
         best_below = max(best_below, max(h.score for h in out))

@@ -161,6 +161,7 @@ def run(
     reference: np.ndarray | None = None,
     scale: Scale | None = None,
     exclude: frozenset[str] = frozenset(),
+    gate: bool = True,
 ) -> Outcome:
     """The hits for one resolved request, the mode that produced them, and what fell short.
 
@@ -168,7 +169,9 @@ def run(
     tiny corpus gives each query a background to stand out from. ``scale``: another search's
     (``Outcome.scale``) to score these candidates on: a better keyword match, its background
     and its best scores count as if they had been among these candidates. ``exclude``: files
-    whose chunks are left out (their text is being searched elsewhere)."""
+    whose chunks are left out (their text is being searched elsewhere). ``gate=False``: the
+    results stand even when the best is under minScore (the caller gates several lists as
+    one)."""
     words, filters = parse_filters(req.query)
     use_vec = qvec is not None and vectors is not None and req.mode in ("auto", "hybrid", "vector")
     # Degrade, never fail: a vector search with no query vector answers with keywords.
@@ -236,7 +239,8 @@ def run(
         for cid, sim in vectors.similarity(qvec, missing).items():
             cands[cid].vector = sim
     if not cands:  # what was counted still sets the scale for candidates found elsewhere
-        return Outcome([], mode, scale=Scale(words=asked, df=tuple(df), total=total))
+        counted = replace(scale or Scale(), words=asked, df=tuple(df), total=total)
+        return Outcome([], mode, scale=counted)
 
     rows = store.chunks_by_ids(cands)
     kept = [
@@ -320,7 +324,7 @@ def run(
 
     # Deterministic: score, then path and line, so equal scores never flip between calls.
     scored.sort(key=lambda cr: (-cr[0].score, cr[1].path, cr[1].start_line))
-    if scored and scored[0][0].score < req.threshold:  # no answer: nothing reaches minScore
+    if gate and scored and scored[0][0].score < req.threshold:  # no answer: nothing reaches it
         below += len(scored)
         best_below = max(best_below, scored[0][0].score)
         scored = []
