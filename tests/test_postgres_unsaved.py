@@ -134,6 +134,15 @@ def test_unsaved_text_follows_a_team_scored_without_lines(tmp_path: Path) -> Non
         ea.set_document(DRAFT_PATH, NOTE)
         ea.embed_pending()
         unsaved = ea.search(QUESTION).results[0]
+        overlay = ea.searcher.unsaved
+        assert overlay is not None
+        held = overlay.lines_held()
+        # After a search that said the team scores without lines, an edit embeds none.
+        ea.set_document(DRAFT_PATH, NOTE + "\nOne more line, unsaved, about the marathon.\n")
+        ea.embed_pending()
+        assert overlay.lines_held() == held
+        ea.set_document(DRAFT_PATH, NOTE)
+        ea.embed_pending()
         write(a, DRAFT_PATH, NOTE)
         ea.set_document(DRAFT_PATH, NOTE)
         ea.embed_pending()

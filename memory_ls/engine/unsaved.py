@@ -124,6 +124,7 @@ class UnsavedText:
         self._chunks: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lines: OrderedDict[tuple[str, str], ChunkLines | None] = OrderedDict()
         self._tokens: OrderedDict[bytes, Counter[str]] = OrderedDict()  # by text digest
+        self._team_lines = True  # whether the last team search re-scored by line vectors
 
     def paths(self) -> frozenset[str]:
         return frozenset(self.primary.unsaved) & frozenset(self.indexer.buffers)
@@ -142,6 +143,7 @@ class UnsavedText:
         team's chunks of those files), its ``scale`` that of both together (moved when these
         hold a better keyword match or stand out further). A failure is logged and leaves
         the team's answer standing alone."""
+        self._team_lines = team.lines
         try:
             return self._search(team, saved, paths, qvec, req, qs, reference)
         except Exception:  # the team has answered: this part must never turn that into a failure
@@ -205,7 +207,7 @@ class UnsavedText:
                 made.update(zip(todo, got, strict=True))
             self._keep(self._chunks, {(model, h): v for h, v in made.items()})
         ls = self.indexer.settings.query.lines
-        if ls.weight == 0 or self.indexer.line_budget() == 0:
+        if ls.weight == 0 or self.indexer.line_budget() == 0 or not self._team_lines:
             return  # no search re-scores by lines (or their cost is not wanted)
         with self._lock:
             lacking = {h: t for h, t in chunks.values() if (model, h) not in self._lines}
@@ -247,6 +249,11 @@ class UnsavedText:
             out.update(made)
             self._keep(self._tokens, {digest[cid]: c for cid, c in made.items()})
         return out
+
+    def lines_held(self) -> int:
+        """How many chunks' line vectors are kept (status and tests)."""
+        with self._lock:
+            return sum(1 for v in self._lines.values() if v is not None)
 
     def _model(self) -> str | None:
         p = self.indexer.policy.current
