@@ -107,6 +107,19 @@ def frequencies_counting(db, words: list[str]) -> tuple[tuple[list[int], int], l
     return found, counted
 
 
+def counted_beside_others(db, db_url: str, tmp_path: Path, chunks: int):
+    """``frequencies_counting`` of "ferry" and "gannet" again, fresh, after another namespace
+    synced ``chunks`` ferry notes and the table was analyzed."""
+    other = tmp_path / "other"
+    notes(other, chunks)
+    with MemoryEngine(other, team(db_url, unique("df"))) as o:
+        o.sync()
+    rows(db_url, "ANALYZE memory_chunks")
+    db.common = None
+    db.df.clear()
+    return frequencies_counting(db, ["ferry", "gannet"])
+
+
 def test_a_share_stands_for_a_count_below_the_floor_only_where_it_cannot_be_far_off(
     pg_url, tmp_path: Path, monkeypatch
 ):
@@ -138,14 +151,7 @@ def test_a_share_stands_for_a_count_below_the_floor_only_where_it_cannot_be_far_
             assert gannet == 3 and 55 <= ferry <= 63 and counted == [["'gannet'"]]
             # 20 chunks of another namespace: a share of the table may now be 20 off, more
             # than a quarter of ferry's 60 or so: counted.
-            other = tmp_path / "other"
-            notes(other, 20)
-            with MemoryEngine(other, team(db_url, unique("df"))) as o:
-                o.sync()
-            rows(db_url, "ANALYZE memory_chunks")
-            db.common = None
-            db.df.clear()
-            ((ferry, _), _), counted = frequencies_counting(db, ["ferry", "gannet"])
+            ((ferry, _), _), counted = counted_beside_others(db, db_url, tmp_path, 20)
             assert ferry == 63 and counted == [["'ferri'", "'gannet'"]]
 
 
@@ -172,14 +178,7 @@ def test_common_words_take_their_frequency_from_the_statistics(pg_url, tmp_path:
             resp = e.search("gannet ferry", mode="keyword", min_score=0)
             assert resp.results[0].path.startswith("memory/bird-")
             # Once other namespaces are most of the table, its shares are not this one's.
-            other = tmp_path / "other"
-            notes(other, 90)
-            with MemoryEngine(other, team(db_url, unique("df"))) as o:
-                o.sync()
-            rows(db_url, "ANALYZE memory_chunks")
-            db.common = None
-            db.df.clear()
-            ((ferry, _), _), counted = frequencies_counting(db, ["ferry", "gannet"])
+            ((ferry, _), _), counted = counted_beside_others(db, db_url, tmp_path, 90)
             assert ferry == 63 and counted == [["'ferri'", "'gannet'"]]  # counted
 
 

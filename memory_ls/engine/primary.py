@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 import psycopg
 
+from ..index.cache import CacheKey
 from ..index.postgres import URL_ENV, PgDatabase, PgStore, PrimaryUnavailable, describe, redact
 from ..index.postgres.sizing import SearchMemory, search_memory
 from ..index.postgres.store import reader as pg_reader
@@ -341,13 +342,12 @@ class Primary:
                 on_saved(mf.path)
             self.ready(indexer, {mf.path})
 
-    def share_vectors(self, items: list[tuple[str, bytes]]) -> None:
+    def share_vectors(self, key: CacheKey, items: list[tuple[str, bytes]]) -> None:
         """Put vectors made on this machine into the team's embedding cache (by content
-        hash): those of a note just saved, so that the team's vector phase finds them."""
-        provider, db = self.policy.current, self.db
-        if not items or provider is None or db is None or not self.settings.cache.enabled:
+        hash): those of a note just saved, so that the team's push finds them."""
+        db = self.db
+        if not items or db is None or not self.settings.cache.enabled:
             return
-        key = (provider.id, provider.model, provider.provider_key)
         # Never waits for a push in progress: an editor's save is behind this.
         if not self.lock.acquire(blocking=False):
             return

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ..embeddings.base import EmbeddingError, EmbeddingProvider
+from ..index.cache import CacheKey
 from ..index.line_vectors import ChunkLines, segments
 from ..index.rows import ChunkRow, FileInfo, from_blob, to_blob
 from ..index.store import Store
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
-_K = TypeVar("_K", tuple[str, str], bytes)
+_K = TypeVar("_K", tuple[CacheKey, str], bytes)
 KEPT = 1024  # chunk vectors, and chunks' line vectors, kept by content hash (least recent go)
 
 
@@ -121,8 +122,8 @@ class UnsavedText:
         self.indexer = indexer
         self.primary = primary
         self._lock = threading.Lock()
-        self._chunks: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._lines: OrderedDict[tuple[str, str], ChunkLines | None] = OrderedDict()
+        self._chunks: OrderedDict[tuple[CacheKey, str], np.ndarray] = OrderedDict()
+        self._lines: OrderedDict[tuple[CacheKey, str], ChunkLines | None] = OrderedDict()
         self._tokens: OrderedDict[bytes, Counter[str]] = OrderedDict()  # by text digest
         self._team_lines = True  # whether the last team search re-scored by line vectors
 
@@ -144,39 +145,29 @@ class UnsavedText:
         hold a better keyword match or stand out further). A failure is logged and leaves
         the team's answer standing alone."""
         self._team_lines = team.lines
+        model = self._model()
         try:
-            return self._search(team, saved, paths, qvec, req, qs, reference)
+            with self.indexer.reader() as store:
+                chunks = _chunks(store, paths)
+                if not chunks:
+                    return Outcome([], "keyword", scale=team)
+                vecs: dict[int, np.ndarray] = {}
+                lines: dict[int, ChunkLines] = {}
+                if qvec is not None and model is not None:
+                    vecs, lines = self._held(model, chunks)
+                texts = {cid: text for cid, (_, text) in chunks.items()}
+                source = UnsavedSource(store, texts, lines, team, saved, self._counted)
+                ids = np.array(list(vecs), dtype=np.int64)
+                mat = np.stack(list(vecs.values())) if vecs else np.zeros((0, 1), np.float32)
+                vectors = VectorIndex(lambda _large: (ids, mat))
+                today = datetime.now(UTC).date()
+                # Not gated here: merge gates the two lists as one.
+                return run_search(
+                    source, vectors, qvec, req, qs, today, reference, team, gate=False
+                )
         except Exception:  # the team has answered: this part must never turn that into a failure
             log.exception("searching unsaved text failed; the team index's answer stands")
             return Outcome([], "keyword", scale=team)
-
-    def _search(
-        self,
-        scale: Scale,
-        saved: list[str],
-        paths: frozenset[str],
-        qvec: np.ndarray | None,
-        req: SearchRequest,
-        qs: QuerySettings,
-        reference: np.ndarray | None,
-    ) -> Outcome:
-        model = self._model()
-        with self.indexer.reader() as store:
-            chunks = _chunks(store, paths)
-            if not chunks:
-                return Outcome([], "keyword", scale=scale)
-            vecs: dict[int, np.ndarray] = {}
-            lines: dict[int, ChunkLines] = {}
-            if qvec is not None and model is not None:
-                vecs, lines = self._held(model, chunks)
-            texts = {cid: text for cid, (_, text) in chunks.items()}
-            source = UnsavedSource(store, texts, lines, scale, saved, self._counted)
-            ids = np.array(list(vecs), dtype=np.int64)
-            mat = np.stack(list(vecs.values())) if vecs else np.zeros((0, 1), dtype=np.float32)
-            vectors = VectorIndex(lambda _large: (ids, mat))
-            today = datetime.now(UTC).date()
-            # Not gated here: merge gates the two lists as one.
-            return run_search(source, vectors, qvec, req, qs, today, reference, scale, gate=False)
 
     def prepare(self, should_stop: Callable[[], bool] | None = None) -> None:
         """Make what the unsaved chunks lack: their vectors (the team's embedding cache
@@ -198,8 +189,7 @@ class UnsavedText:
         have, _ = self._held(model, chunks)
         texts = {h: t for cid, (h, t) in chunks.items() if cid not in have}
         if texts:
-            key = (provider.id, provider.model, provider.provider_key)
-            found = self.primary.read(lambda s: s.cache.get(key, list(texts)), cooldown=False)
+            found = self.primary.read(lambda s: s.cache.get(model, list(texts)), cooldown=False)
             cached = found or {}
             made = {h: from_blob(b) for h, b in cached.items()}
             todo = [h for h in texts if h not in made]
@@ -233,7 +223,7 @@ class UnsavedText:
             log.exception("reading the chunks of %s to share their vectors failed", path)
             return
         held, _ = self._held(model, chunks)
-        self.primary.share_vectors([(chunks[cid][0], to_blob(v)) for cid, v in held.items()])
+        self.primary.share_vectors(model, [(chunks[cid][0], to_blob(v)) for cid, v in held.items()])
 
     def _counted(self, conn: Any, texts: dict[int, str]) -> dict[int, Counter[str]]:
         """``tokenize`` of the texts (as FTS5 stores them), each text tokenized once."""
@@ -251,16 +241,17 @@ class UnsavedText:
         return out
 
     def lines_held(self) -> int:
-        """How many chunks' line vectors are kept (status and tests)."""
+        """How many chunks' line vectors are kept (tests read it)."""
         with self._lock:
             return sum(1 for v in self._lines.values() if v is not None)
 
-    def _model(self) -> str | None:
+    def _model(self) -> CacheKey | None:
+        """The current model's key, as the embedding caches name it."""
         p = self.indexer.policy.current
-        return None if p is None else "\0".join((p.id, p.model, p.provider_key))
+        return None if p is None else (p.id, p.model, p.provider_key)
 
     def _held(
-        self, model: str, chunks: dict[int, tuple[str, str]]
+        self, model: CacheKey, chunks: dict[int, tuple[str, str]]
     ) -> tuple[dict[int, np.ndarray], dict[int, ChunkLines]]:
         """The vectors and line vectors made so far for ``chunks`` (chunk id -> ...)."""
         vecs: dict[int, np.ndarray] = {}
