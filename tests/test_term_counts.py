@@ -1,15 +1,19 @@
-"""Scoring text against another index's statistics (``index/term_counts.py``) and merging the
-unsaved text's hits into a team search (``engine/unsaved.merge``), on a real SQLite index."""
+"""Scoring text against another index's statistics (``index/term_counts.py``), merging the
+unsaved text's hits into a team search (``engine/unsaved.merge``) and the caches of its
+vectors, on a real SQLite index."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import write
 
-from memory_ls.engine import MemoryEngine
-from memory_ls.engine.unsaved import merge
+from memory_ls.engine import MemoryEngine, unsaved
+from memory_ls.engine.unsaved import keep_recent, merge
+from memory_ls.index.line_vectors import ChunkLines
 from memory_ls.index.term_counts import bm25, count_terms, parse_match
 from memory_ls.search.hybrid import Outcome
 from memory_ls.search.query import match_expression, query_terms
@@ -103,3 +107,22 @@ def test_merge_balances_sources_over_both_lists() -> None:
     assert [h.score for h in out.hits] == [0.95, 0.9, 0.85, 0.8, 0.5, 0.45]
     unbalanced = merge(team, mine, limit=6, threshold=0.35, balance=False)
     assert [h.score for h in unbalanced.hits] == [0.95, 0.9, 0.85, 0.8, 0.7, 0.6]
+
+
+def test_kept_vectors_of_unsaved_text_stay_within_their_byte_budget() -> None:
+    """Line vectors of a 3,072-dimension model: 1,024 chunks of 20 lines would be 250 MB."""
+    cache: OrderedDict[bytes, ChunkLines] = OrderedDict()
+    for i in range(200):
+        lines = ChunkLines(np.arange(20), np.zeros((20, 3072), dtype=np.float32))
+        keep_recent(cache, {str(i).encode(): lines})
+    held = sum(c.rows.nbytes + c.vectors.nbytes for c in cache.values())
+    assert held <= unsaved.KEPT_BYTES < 200 * 20 * 3072 * 4
+    assert len(cache) == unsaved.KEPT_BYTES // (20 * 3072 * 4 + 20 * 8)  # as many as fit
+    assert list(cache)[-1] == b"199"  # the least recent went
+    small: OrderedDict[bytes, np.ndarray] = OrderedDict()
+    for i in range(unsaved.KEPT + 5):  # small vectors: the entry count bounds them
+        keep_recent(small, {str(i).encode(): np.zeros(384, dtype=np.float32)})
+    assert len(small) == unsaved.KEPT and b"0" not in small
+    huge = np.zeros(unsaved.KEPT_BYTES // 4 + 1, dtype=np.float32)
+    keep_recent(small, {b"huge": huge})  # the newest stays, whatever its size
+    assert list(small) == [b"huge"]

@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 _K = TypeVar("_K", tuple[CacheKey, str], bytes)
 KEPT = 1024  # chunk vectors, and chunks' line vectors, kept by content hash (least recent go)
+# ... and at most this many bytes of vectors in each of those two caches: the line vectors of
+# 1,024 chunks of 20 lines would take 250 MB with a 3,072-dimension model.
+KEPT_BYTES = 32 << 20
 
 
 @dataclasses.dataclass
@@ -269,9 +272,25 @@ class UnsavedText:
 
     def _keep(self, into: OrderedDict[_K, _T], items: dict[_K, _T]) -> None:
         with self._lock:
-            into.update(items)
-            while len(into) > KEPT:
-                into.popitem(last=False)
+            keep_recent(into, items)
+
+
+def keep_recent(into: OrderedDict[_K, _T], items: dict[_K, _T]) -> None:
+    """Add ``items`` to an LRU cache and let the least recent go past ``KEPT`` entries or
+    ``KEPT_BYTES`` of vectors (the newest entry stays whatever its size)."""
+    into.update(items)
+    used = sum(_vector_bytes(v) for v in into.values())
+    while len(into) > KEPT or (used > KEPT_BYTES and len(into) > 1):
+        _, gone = into.popitem(last=False)
+        used -= _vector_bytes(gone)
+
+
+def _vector_bytes(value: object) -> int:
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, ChunkLines):
+        return value.rows.nbytes + value.vectors.nbytes
+    return 0  # word counts: bounded by their number
 
 
 def _chunks(store: Store, paths: Iterable[str]) -> dict[int, tuple[str, str]]:
