@@ -176,3 +176,30 @@ def test_an_unsaved_edit_of_a_team_note_scores_as_its_saved_text(tmp_path: Path)
         ea.set_document("memory/2026-03-02-plans.md", PLANS.replace("spring", "summer"))
         assert ranked() == before
         assert before[0][0] == "memory/2026-03-02-plans.md"
+
+
+def test_a_buffer_without_its_files_byte_order_mark_is_saved_text(tmp_path: Path) -> None:
+    """Editors hold a file's text without its UTF-8 BOM: such a buffer is the saved file (the
+    team answers for it and it is pushed), not unsaved text forever."""
+    ns = unique("bom")
+    a, b = tmp_path / "a", tmp_path / "b"
+    note = "memory/2026-03-04-bom.md"
+    write(a, note, "\ufeff" + PLANS)
+    write(b, "MEMORY.md", "# Memory of b\n\nPrefers tea.\n")
+    with (
+        MemoryEngine(a, team(shared_url(), ns)) as ea,
+        MemoryEngine(b, team(shared_url(), ns)) as eb,
+    ):
+        ea.sync()
+        assert ea.primary is not None
+        ea.set_document(note, PLANS)  # what VS Code sends for it
+        assert note not in ea.primary.unsaved
+        edited = PLANS.replace("walrus", "narwhal")
+        ea.set_document(note, "\ufeff" + edited)  # an edit is unsaved, BOM or not
+        assert note in ea.primary.unsaved
+        assert note not in paths(eb.search("narwhal", min_score=0))
+        write(a, note, "\ufeff" + edited)
+        ea.set_document(note, edited)  # saved: pushed, found by the other client
+        assert note not in ea.primary.unsaved
+        eb.sync()
+        assert note in paths(eb.search("narwhal"))

@@ -329,8 +329,11 @@ class Primary:
             mf = self.workspace.resolve(path)
         except PathError:
             return
+        # Editors drop a UTF-8 byte order mark from the text they hold (as indexing does).
+        bom = "\ufeff".encode()
         try:
-            saved = mf.abs_path.read_bytes() == text.encode("utf-8", "surrogatepass")
+            on_disk = mf.abs_path.read_bytes().removeprefix(bom)
+            saved = on_disk == text.removeprefix("\ufeff").encode("utf-8", "surrogatepass")
         except OSError:
             saved = False  # a note not written yet
         if not saved:
