@@ -26,7 +26,7 @@ import httpx
 from .redact import redact
 from .search.query import keywords
 from .settings import SessionWriterSettings, Settings
-from .sources.sessions import CHAT_ROLES, Message, iter_messages
+from .sources.sessions import CHAT_ROLES, Message, iter_messages, no_surrogates
 from .workspace import MEMORY_DIR
 
 log = logging.getLogger(__name__)
@@ -265,6 +265,7 @@ def write_note(
         or f"{when:%H%M}"  # the seed's fallback: nothing to name it by
     )
     note = render_note(picked, when, session.session_key, session.session_id, session.source)
+    note = no_surrogates(note)  # a JSON "\\ud800" in the header record's id, say
     path = write_new(Path(root) / MEMORY_DIR, f"{when:%Y-%m-%d}-{slug}", note)
     log.info("saved %d messages of session %s to %s", len(picked), session.session_id, path.name)
     return path

@@ -196,7 +196,11 @@ class Workspace:
                     return MemoryFile(rel, self.root / rel, "memory")
         if "sessions" in self.settings.sources and rel.endswith(".jsonl"):
             for pattern in self.settings.sessions.globs:
-                if fnmatch.fnmatch(rel, pattern) or Path(rel).match(pattern):
+                if (
+                    fnmatch.fnmatch(rel, pattern)
+                    or Path(rel).match(pattern)
+                    or session_roots.glob_regex(pattern).fullmatch(rel)  # **/ as the walk reads it
+                ):
                     return MemoryFile(rel, self.root / rel, "sessions")
         return None
 
@@ -224,7 +228,11 @@ class Workspace:
             raise PathError(f"{path}: outside the workspace {self.root}{roots}")
         p = self.file_path(rel)  # under the resolved root folder
         # A symlinked folder on the way would let a read escape the workspace (or the root).
-        if any(q.is_symlink() for q in [p, *list(p.parents)[: rel.count("/")]]):
+        try:
+            linked = any(q.is_symlink() for q in [p, *list(p.parents)[: rel.count("/")]])
+        except OSError as exc:  # a name too long for the file system, say
+            raise PathError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        if linked:
             raise PathError(f"{path}: symlinks are not memory")
         found = self.classify(rel)
         if found is None and rel.startswith(PREFIX):

@@ -465,6 +465,35 @@ async def test_multi_root_keeps_results_apart(start: Start, tmp_path: Path) -> N
     }
 
 
+async def test_a_folder_uri_with_a_nul_byte_is_skipped(start: Start, tmp_path: Path) -> None:
+    """A folder the file system cannot name (``%00``) is skipped with a warning; the folders
+    that come with it in the same event open (found by fuzzing: the whole event failed)."""
+    a = make_workspace(tmp_path / "a")
+    c = tmp_path / "c"
+    write(c, "memory/c.md", "# C\n\nThe axolotl sprint starts Monday.\n")
+    client = await start(a)
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[
+                    types.WorkspaceFolder(uri=uri(tmp_path) + "/bad%00name", name="bad"),
+                    types.WorkspaceFolder(uri=uri(c), name="c"),
+                ],
+                removed=[],
+            )
+        )
+    )
+
+    async def opened() -> bool:
+        st = await status(client)
+        return [f["folder"] for f in st["folders"]] == [uri(a), uri(c)] and all(
+            f.get("lastSync") for f in st["folders"]
+        )
+
+    await eventually(opened)
+    assert paths(await search(client, "axolotl sprint")) == ["memory/c.md"]
+
+
 async def test_workspace_symbol(start: Start, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
     client = await start(ws)

@@ -53,10 +53,17 @@ def check_citation(engine: MemoryEngine, cite: Citation, doc_dir: str | None) ->
         elif cite.end > ex.total_lines:
             out.problem = f"{cite}: lines past the end ({ex.total_lines} lines)"
         return out
-    exists = any(engine.workspace.file_path(p).is_file() for p in candidates)
+    exists = any(_is_file(engine.workspace.file_path(p)) for p in candidates)
     return CiteCheck(
         cite, problem=None if exists else f"{cite.path}: no such memory file", missing=not exists
     )
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system: no such file
+        return False
 
 
 def _check_all(

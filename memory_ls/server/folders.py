@@ -89,7 +89,11 @@ class Folders:
         return found
 
     def locate_path(self, path: Path) -> tuple[Folder, str] | None:
-        for p in (path, path.resolve()):
+        try:
+            resolved = path.resolve()
+        except (OSError, RuntimeError, ValueError):  # a NUL byte (file:///a%00.md): no file
+            return None
+        for p in (path, resolved):
             best: tuple[Folder, str] | None = None
             for folder in self._by_uri.values():
                 try:

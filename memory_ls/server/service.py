@@ -83,7 +83,11 @@ class MemoryService:
         if not fs:
             log.warning("ignoring workspace folder %s: not a local folder", uri)
             return None
-        root = Path(fs).resolve()
+        try:
+            root = Path(fs).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a NUL byte (%00) in the URI
+            log.warning("ignoring workspace folder %s: %s", uri, exc)
+            return None
         settings, problems = self.config.settings_for(uri, root)
         hooks = FolderHooks(
             get_text=partial(buffer_text, self.ls),

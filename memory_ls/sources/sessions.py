@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 # of a conversation is never left out.
 IDLE_FLUSH_SECONDS = 120.0
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _NO_REPLY = {"NO_REPLY", '{"action":"NO_REPLY"}'}
 # A rendered message starts with its role label, or with the tool label when it only called
 # tools; tool lines also follow a message's text, so only a role label marks a message start.
@@ -62,6 +64,12 @@ class Message:
         return lines + [f"{TOOL_LABEL}{name}" for name in self.tools]
 
 
+def no_surrogates(text: str) -> str:
+    """JSON may spell a lone surrogate (``"\\ud800"``), which json.loads keeps; it cannot be
+    encoded as UTF-8 (SQLite, the note writer), so it becomes U+FFFD like any bad byte."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def _clean(text: str) -> str:
     return CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).strip()
 
@@ -71,12 +79,12 @@ def parse_record(rec: Any, line: int) -> Message | None:
     parsed = formats.parse(rec)
     if parsed is None:
         return None
-    text = _clean("\n".join(t for t in parsed.texts if t))
+    text = no_surrogates(_clean("\n".join(t for t in parsed.texts if t)))
     if text in _NO_REPLY:
         text = ""
     if not text and not parsed.tools:
         return None
-    return Message(line, parsed.role, redact(text), tuple(parsed.tools))
+    return Message(line, parsed.role, redact(text), tuple(map(no_surrogates, parsed.tools)))
 
 
 def iter_messages(text: str, path: str = "", first_line: int = 1) -> Iterator[Message]:
