@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import write
 
+from memory_ls.cli import main
 from memory_ls.engine import MemoryEngine
 from memory_ls.server.folders import Folders
 from memory_ls.session_writer import save_session
@@ -70,3 +71,15 @@ def test_a_glob_whose_double_star_matches_no_folder_gets_what_it_indexes(ws: Pat
         assert engine.get(hit.citation).text == "User: heron survey"  # was: not a memory file
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("cite", ["MEMORY.md#L5-L2", "MEMORY.md#L0", "MEMORY.md#L0-L-3"])
+def test_a_citation_of_bad_line_numbers_says_so(ws: Path, tmp_path: Path, cite: str, capsys):
+    engine = MemoryEngine(ws, Settings(provider="none"), index_path=tmp_path / "idx.sqlite")
+    try:
+        with pytest.raises(ValueError, match="bad line numbers"):
+            engine.get(cite)  # was: "not a memory file"
+    finally:
+        engine.close()
+    assert main(["get", "-w", str(ws), "--index", str(tmp_path / "idx.sqlite"), cite]) == 2
+    assert "bad line numbers" in capsys.readouterr().err

@@ -307,6 +307,8 @@ async def test_invalid_params_name_the_field(start: Start, tmp_path: Path) -> No
     await expect_invalid(client, "memory/get", {"path": str(tmp_path / "secret.md")}, "path")
     await expect_invalid(client, "memory/get", {"path": "notes/README.md"}, "path")
     await expect_invalid(client, "memory/get", {"citation": "memory/gone.md#L1"}, "citation")
+    msg = await expect_invalid(client, "memory/get", {"citation": "MEMORY.md#L5-L2"}, "citation")
+    assert "bad line numbers" in msg
     # A malformed standard request is refused too, and the server carries on.
     with pytest.raises(JsonRpcException):
         await raw_request(client, "textDocument/hover", {"textDocument": {"uri": "file:///x"}})

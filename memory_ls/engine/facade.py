@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..embeddings.base import EmbeddingProvider
 from ..index.sync import Progress, SyncReport
 from ..rerank import Reranker
-from ..search.citations import parse_citation
+from ..search.citations import citation_problem, parse_citation
 from ..search.request import SearchRequest
 from ..search.results import Excerpt, SearchResponse
 from ..search.vector import VectorIndex
@@ -233,6 +233,8 @@ class MemoryEngine:
 
         Raises PathError (outside the roots, missing) or ValueError (bad numbers)."""
         cite = parse_citation(path_or_citation)
+        if cite is None and (problem := citation_problem(path_or_citation)):
+            raise ValueError(problem)
         path = cite.path if cite else path_or_citation
         if cite and start is None:
             start, lines = cite.start, cite.end - cite.start + 1

@@ -27,6 +27,17 @@ def format_citation(path: str, start: int, end: int) -> str:
     return f"{path}#L{start}" if start == end else f"{path}#L{start}-L{end}"
 
 
+# What a citation of bad line numbers looks like (``MEMORY.md#L0``, ``#L5-L2``, ``#L-3``).
+_CITATION_LIKE = re.compile(r"\.(?:md|jsonl)#L")
+
+
+def citation_problem(text: str) -> str | None:
+    """Why ``text``, written as a citation, is none (bad line numbers); None otherwise."""
+    if parse_citation(text) is None and _CITATION_LIKE.search(text):
+        return f"{text.strip()}: bad line numbers (path#L<from>-L<to>, from 1, to not before from)"
+    return None
+
+
 def parse_citation(text: str) -> Citation | None:
     """The citation that is the whole of ``text`` (surrounding spaces and ./ allowed)."""
     m = CITATION_RE.fullmatch(text.strip().removeprefix("./"))

@@ -18,7 +18,7 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..index.sync import SyncReport
 from ..params import GetParams, ParamError, SaveSessionParams
-from ..search.citations import parse_citation
+from ..search.citations import citation_problem, parse_citation
 from ..search.request import SearchRequest
 from ..search.results import TEAM_SCHEME, SearchResponse
 from ..session_writer import save_session
@@ -105,7 +105,8 @@ class Requests:
             except (PathError, SourceError, FolderUnavailable) as exc:
                 errors.append(str(exc))
             except ValueError as exc:
-                raise ParamError("from", str(exc)) from exc
+                field = "citation" if citation_problem(target) else "from"
+                raise ParamError(field, str(exc)) from exc
         field = "citation" if parse_citation(target) else "path"
         # The first folder's reason: with one folder it is the only one.
         raise ParamError(field, errors[0] if errors else "not found")
