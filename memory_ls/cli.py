@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
+from .model_commands import cmd_model
 
 if TYPE_CHECKING:
     from .engine import MemoryEngine
@@ -71,10 +72,18 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from .index.schema import DatabaseError
+
     with _engine(args) as engine:
         # Keywords are synced first (cheap); embedding a large backlog is `memory-ls index`'s job,
         # so a search answers in milliseconds and scores not-yet-embedded chunks by keywords.
-        engine.sync("search", embed=args.embed)
+        try:
+            engine.sync("search", embed=args.embed)
+        except (DatabaseError, OSError) as exc:  # a full disk: the index answers as it was
+            print(
+                f"memory-ls: the index could not be updated ({exc}); searching it as it is",
+                file=sys.stderr,
+            )
         resp = engine.search(
             args.query,
             max_results=args.n,
@@ -184,71 +193,6 @@ def cmd_status(args: argparse.Namespace) -> int:
         if st["needsRebuild"]:
             print("note        settings changed: the next `memory-ls index` rebuilds the index")
         return 0
-
-
-def cmd_model(args: argparse.Namespace) -> int:
-    from .embeddings import models
-
-    if args.model_cmd == "list":
-        return _list_models(args)
-    try:
-        if args.model_cmd == "import":
-            path = models.import_model(
-                Path(args.source), Path(args.output) if args.output else None
-            )
-        else:
-            path = models.pull_model(args.name)
-    except Exception as exc:  # a clear one-line error for a CLI user
-        print(f"memory-ls: model {args.model_cmd} failed: {exc}", file=sys.stderr)
-        return 2
-    print(path)
-    return 0
-
-
-def _list_models(args: argparse.Namespace) -> int:
-    """Known and installed models, and which one the workspace's settings make active."""
-    from .embeddings import models
-    from .embeddings.base import ProviderUnavailable
-    from .embeddings.local import find_local_model
-    from .settings import load
-
-    settings, _ = load(Path(args.workspace).resolve())
-    active: Path | None = None
-    why = f"the provider is {settings.provider!r}"
-    if settings.provider in ("auto", "local"):
-        try:
-            active = find_local_model(settings)
-            why = "no model installed"
-        except ProviderUnavailable as exc:
-            why = str(exc)
-    entries = models.list_models()
-    if args.json:
-        rows = [
-            {
-                "name": e.name,
-                "installed": e.installed,
-                "path": str(e.path),
-                "sizeMB": round(e.size_mb, 1),
-                "licence": e.known.licence if e.known else None,
-                "languages": e.known.languages if e.known else None,
-                "default": e.name == models.DEFAULT_MODEL_NAME,
-                "active": active is not None and e.path == active,
-            }
-            for e in entries
-        ]
-        print(json.dumps({"models": rows, "active": str(active) if active else None}, indent=2))
-        return 0
-    for e in entries:
-        mark = "*" if active is not None and e.path == active else " "
-        state = "installed" if e.installed else f"not installed: memory-ls model pull {e.name}"
-        about = f"{e.known.licence}, {e.known.languages}" if e.known else "imported"
-        default = ", default" if e.name == models.DEFAULT_MODEL_NAME else ""
-        print(f"{mark} {e.name:<24} {e.size_mb:5.0f} MB  {about}{default}  ({state})")
-    if active is not None and active.stem not in {e.name for e in entries}:
-        print(f"* {active}  (local.modelPath)")
-    if active is None:
-        print(f"  active: none ({why or 'no model installed'})")
-    return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -430,8 +374,17 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except PermissionError as exc:
+    except OSError as exc:  # a read-only folder, an index path that is a folder or a note
         print(f"memory-ls: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        from .index.schema import DatabaseError
+
+        if not isinstance(exc, DatabaseError):
+            raise
+        # A full disk, a lock held too long, a read-only or damaged index: one clear line.
+        # The index is left as it was; `memory-ls index` recovers once the cause is gone.
+        print(f"memory-ls: index error: {exc}", file=sys.stderr)
         return 2
 
 

@@ -26,7 +26,7 @@ from ..embeddings.batch import batch_embedder_for
 from ..index.embed import embed_lines, embed_pending
 from ..index.readers import ReaderPool
 from ..index.rows import to_blob
-from ..index.schema import SCHEMA_VERSION
+from ..index.schema import SCHEMA_VERSION, DatabaseError, is_unusable_file
 from ..index.store import Store
 from ..index.sync import (
     IndexContext,
@@ -214,16 +214,17 @@ class Indexer:
         side_files = (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"))
         for stale in side_files:
             stale.unlink(missing_ok=True)
-        new = Store(tmp)
-        new.keep_vec_table = self.writer.keep_vec_table
+        new: Store | None = None
         try:
-            new.cache.copy_from(self.index_path)
+            new = Store(tmp)  # may fail too (a full disk): the finally removes what it made
+            new.keep_vec_table = self.writer.keep_vec_table
+            self._seed(new.cache.copy_from, "embedding cache")
             new.set_meta(self._expected_meta())
             ctx = IndexContext(**{**self.ctx.__dict__, "on_vectors": None})
             with self.lock:
                 buffers = dict(self.buffers)
             sync_keyword(new, ctx, buffers, report, progress)
-            new.lines.copy_from(self.index_path)  # a temporary file: no transaction needed
+            self._seed(new.lines.copy_from, "line vectors")  # a temporary file: no transaction
             with self.lock:
                 self.writer.replace_with(new)
                 self.needs_rebuild = False
@@ -233,10 +234,21 @@ class Indexer:
                 # Edits made during the rebuild went to the old index: apply them again.
                 sync_keyword(self.writer, self.ctx, dict(self.buffers), SyncReport(reason))
         finally:
-            new.close()
+            if new is not None:
+                new.close()
             for f in side_files:
                 f.unlink(missing_ok=True)
         return report
+
+    def _seed(self, copy: Callable[[Path], int], what: str) -> None:
+        """Copy what the old index holds into the rebuild; a damaged old index gives nothing
+        (a rebuild is how a damaged index is repaired, so it must not fail on it)."""
+        try:
+            copy(self.index_path)
+        except DatabaseError as exc:
+            if not is_unusable_file(exc):
+                raise  # a full disk: the rebuild fails and the old index stays
+            log.warning("rebuild: the old index's %s cannot be read (%s); skipped", what, exc)
 
     def own_target(self) -> EmbedTarget:
         return EmbedTarget(self.writer, self.lock, self.ctx)
@@ -357,7 +369,11 @@ class Indexer:
         try:
             only, self.dirty = set(self.dirty), set()
             report = SyncReport("dirty")
-            sync_keyword(self.writer, self.ctx, dict(self.buffers), report, None, only)
+            try:
+                sync_keyword(self.writer, self.ctx, dict(self.buffers), report, None, only)
+            except BaseException:
+                self.dirty |= only  # rolled back: the next sync or search tries them again
+                raise
             self._account(report)
             return report
         finally:

@@ -10,6 +10,7 @@ the folder's local index answers and the response says why.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..index.backend import IndexBackend
+from ..index.schema import DatabaseError
 from ..rerank import MAX_DOCUMENT_CHARS
 from ..search.hybrid import Outcome, Scale
 from ..search.hybrid import run as run_search
@@ -28,6 +30,8 @@ from .indexer import Indexer
 from .providers import ProviderPolicy
 from .reranking import RerankPolicy, apply_scores
 from .unsaved import UnsavedText, merge, moved
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..index.postgres import PgStore
@@ -54,7 +58,10 @@ class Searcher:
         req = request.resolved(settings.query)
         self.indexer.notice_other_writers()
         changed = set(self.indexer.dirty)
-        self.indexer.sync_dirty(settings.sync.search_budget_ms / 1000)
+        try:
+            self.indexer.sync_dirty(settings.sync.search_budget_ms / 1000)
+        except (DatabaseError, OSError) as exc:  # a full disk: the index answers as it was
+            log.warning("changed files not indexed (%s); searching the index as it is", exc)
         provider = self.policy.current
         fallback = self.policy.fallback_reason if provider else self.policy.reason
         out, why = self._reranked(req, settings.query, changed)

@@ -57,6 +57,39 @@ def connect(path: Path | str, *, vec: bool = True) -> tuple[Connection, str | No
     return conn, reason
 
 
+# Primary result codes of a SQLite error that says nothing about the file's content: a full
+# disk, a lock held too long, an I/O error, a read-only file, a file that cannot be opened.
+# An index that fails with one of these is kept as it is (it answers again once the cause is
+# gone); only a corrupt or foreign file (or a schema this code cannot read) is moved aside.
+_NOT_THE_FILE = {3, 5, 6, 7, 8, 9, 10, 13, 14, 15, 23}  # PERM BUSY LOCKED NOMEM READONLY
+# INTERRUPT IOERR FULL CANTOPEN PROTOCOL AUTH
+
+# What memory-ls reads as memory: never moved aside, even when it is at the index path.
+_MEMORY_SUFFIXES = (".md", ".markdown", ".jsonl")
+
+
+def is_unusable_file(exc: BaseException) -> bool:
+    """Whether a database error means the file itself is corrupt or foreign (then it is moved
+    aside and rebuilt), rather than the disk, a lock or the permissions failing."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is None or (code & 0xFF) not in _NOT_THE_FILE
+
+
+class IndexPathError(OSError):
+    """The index path names something that must not be replaced by an index."""
+
+
+def check_index_path(path: Path) -> None:
+    """Refuse an index path that is a folder or a memory file: such a path is a mistake in
+    ``store.path`` or ``--index``, and moving it aside would move the user's files."""
+    if path.is_dir():
+        raise IndexPathError(f"index path {path} is a folder, not an index file")
+    if path.name.lower().endswith(_MEMORY_SUFFIXES) or (
+        path.exists() and path.resolve().name.lower().endswith(_MEMORY_SUFFIXES)
+    ):
+        raise IndexPathError(f"index path {path} is a memory file, not an index file")
+
+
 def move_aside(path: Path, why: str) -> Path:
     """Keep a bad index file for inspection instead of deleting it silently."""
     dest = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")

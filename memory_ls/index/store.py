@@ -50,6 +50,7 @@ class Store:
     @classmethod
     def open(cls, path: Path) -> Store:
         """Open or create the index; a corrupt or foreign file is moved aside and replaced."""
+        schema.check_index_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         if not os.access(path.parent, os.W_OK):
             raise PermissionError(f"index folder {path.parent} is not writable")
@@ -65,8 +66,8 @@ class Store:
                 raise DatabaseError(f"schema version {meta.get('schema')}")
             return store
         except DatabaseError as exc:
-            if not path.exists():
-                raise
+            if not path.exists() or not schema.is_unusable_file(exc):
+                raise  # a full disk, a lock, an I/O error: the index is kept as it is
             move_aside(path, str(exc))
             return cls(path)
 

@@ -41,6 +41,8 @@ TAIL = 0.5
 PARALLEL_FROM = 100_000
 # How many of the best fused candidates ``by_lines`` re-scores (LoCoMo: 30 and 50 score alike).
 LINE_CANDIDATES = 30
+# Candidates taken from each side at most (SQLite LIMITs are 64-bit; no index is this large).
+POOL_CAP = 2**31
 _SIDES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-ls-vector-side")
 
 
@@ -184,6 +186,7 @@ def run(
     pool = max(req.limit * hy.candidate_multiplier, hy.min_candidates)
     if filters.active() or req.sources or req.path_prefix:
         pool *= 4  # filters are applied after retrieval
+    pool = min(pool, POOL_CAP)  # huge settings (query.maxResults = 1e18) must not overflow SQL
     expr = None
     bg: Background | None = None
     how: Policy = "off"

@@ -19,6 +19,8 @@ from typing import Any, get_args, get_origin, get_type_hints
 from .schema import Settings
 from .spec import Spec, camel, snake, spec_of
 
+INT_LIMIT = 2**63 - 1
+
 
 def _coerce(value: Any, hint: Any, where: str) -> Any:
     """Return value converted to hint, or raise ValueError naming the key."""
@@ -35,6 +37,8 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
             or value != int(value)
         ):
             raise ValueError(f"{where}: expected an integer, got {value!r}")
+        if abs(value) > INT_LIMIT:  # SQLite's integers are 64-bit: a search would overflow
+            raise ValueError(f"{where}: expected an integer up to {INT_LIMIT}, got {value!r}")
         return int(value)
     if hint is float:
         if (
