@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 
 import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -55,6 +56,21 @@ def refusal(options: HttpOptions) -> str | None:
     return None
 
 
+def rebinding_guard(host: str) -> TransportSecuritySettings | None:
+    """Host and Origin checked against DNS rebinding on every loopback address (the SDK turns
+    this on by itself only for 127.0.0.1, localhost and ::1: bound to 127.0.0.2 without a
+    token, any web page could read the memory through a name resolving there)."""
+    if not is_loopback(host):
+        return None  # off loopback a token is required, and it is what protects the data
+    bare = host.strip("[]")
+    names = dict.fromkeys(["127.0.0.1", "localhost", "[::1]", f"[{bare}]" if ":" in bare else bare])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{n}:*" for n in names],
+        allowed_origins=[f"http://{n}:*" for n in names],
+    )
+
+
 class BearerToken:
     """ASGI wrapper: 401 for every HTTP request without the right bearer token."""
 
@@ -89,7 +105,9 @@ async def serve_http(tools: MemoryTools, options: HttpOptions, sock: socket.sock
     """Serve on ``sock`` until interrupted; prints the endpoint's URL (the real port for
     ``--port 0``)."""
     app: ASGIApp = build_server(tools).streamable_http_app(
-        streamable_http_path=ENDPOINT, host=options.host.strip("[]")
+        streamable_http_path=ENDPOINT,
+        host=options.host.strip("[]"),
+        transport_security=rebinding_guard(options.host),
     )
     if options.token:
         app = BearerToken(app, options.token)

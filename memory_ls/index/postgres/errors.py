@@ -27,7 +27,7 @@ def password_of(url: str) -> str | None:
             return parts.password
         m = _QUERY_PASSWORD.search(parts.query and "?" + parts.query)
         return unquote(m.group(2)) if m and m.group(2) else None
-    m = re.search(r"(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", url)
+    m = re.search(r"(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", url, re.IGNORECASE)
     return m.group(1).strip("'") if m else None
 
 
@@ -40,12 +40,13 @@ def redact(url: str) -> str:
             parts = parts._replace(query=query)
         if parts.password is None:
             return urlunsplit(parts)
-        host = parts.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+        # The hosts as written: ``parts.port`` raises on a libpq multi-host list
+        # (h1:5432,h2:5432) or a port that is no number, and a failed redaction must not
+        # take the engine down.
+        hosts = parts.netloc.rpartition("@")[2]
+        netloc = f"{parts.username or ''}:***@{hosts}"
         return urlunsplit(parts._replace(netloc=netloc))
-    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url)
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url, flags=re.I)
 
 
 def scrub(text: str, url: str) -> str:
