@@ -322,8 +322,8 @@ def build_server() -> MemoryLanguageServer:
         return await server.svc().citations.links(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def document_symbol(params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
-        return server.svc().documents.symbols(params.text_document.uri)
+    async def document_symbol(params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+        return await server.svc().documents.symbols(params.text_document.uri)
 
     return server
 

@@ -31,6 +31,10 @@ def buffer_text(ls: LanguageServer, uri: str) -> str | None:
     return doc.source if doc is not None else None
 
 
+def _heading_symbols(text: str, codec: Any) -> list[types.DocumentSymbol]:
+    return convert.heading_symbols(text.split("\n"), codec)
+
+
 class Documents:
     def __init__(
         self,
@@ -101,10 +105,13 @@ class Documents:
             if (hit := self.folders.locate(uri)) and hit[0] is folder:
                 self.did_open(uri)
 
-    def symbols(self, uri: str) -> list[types.DocumentSymbol]:
+    async def symbols(self, uri: str) -> list[types.DocumentSymbol]:
         text = buffer_text(self.ls, uri)
+        if not text:
+            return []
+        # Off the event loop: 100,000 headings take seconds to turn into symbols.
         codec = self.ls.workspace.position_codec
-        return convert.heading_symbols(text.split("\n"), codec) if text else []
+        return await asyncio.to_thread(_heading_symbols, text, codec)
 
     # -- files changed outside the editor ---------------------------------------------------
     def watched_files_changed(self, changes: Sequence[types.FileEvent]) -> None:
