@@ -20,6 +20,16 @@ async def timed_search(client, query: str) -> float:
     return time.monotonic() - t0
 
 
+async def link_targets(client, u: str) -> list[str]:
+    """The file name and lines of each document link in ``u``."""
+    links = await request(
+        client,
+        types.TEXT_DOCUMENT_DOCUMENT_LINK,
+        types.DocumentLinkParams(text_document=types.TextDocumentIdentifier(uri=u)),
+    )
+    return [link.target.rsplit("/", 1)[1] for link in links]
+
+
 async def test_a_long_line_with_a_citation_does_not_freeze_the_server(
     start: Start,  # noqa: F811
     tmp_path: Path,
@@ -32,12 +42,7 @@ async def test_a_long_line_with_a_citation_does_not_freeze_the_server(
     u = open_doc(client, ws / "notes" / "long.md", line + "\n")
     await asyncio.sleep(0.5)  # the diagnostics of the open run now
     assert await timed_search(client, "PostgreSQL ledger") < 10
-    links = await request(
-        client,
-        types.TEXT_DOCUMENT_DOCUMENT_LINK,
-        types.DocumentLinkParams(text_document=types.TextDocumentIdentifier(uri=u)),
-    )
-    assert [link.target.rsplit("/", 1)[1] for link in links] == ["2026-01-05.md#L5-L6"]
+    assert await link_targets(client, u) == ["2026-01-05.md#L5-L6"]
     deadline = time.monotonic() + 30
     while not client.diagnostics.get(u):
         assert time.monotonic() < deadline, "no diagnostics for the missing file"
@@ -55,12 +60,7 @@ async def test_a_line_number_of_thousands_of_digits_cites_nothing(
     text = f"memory/2026-01-05.md#L{'9' * 5000} then MEMORY.md#L3\n"
     assert [c for *_, c in find_citations(text)] == [c for *_, c in find_citations("MEMORY.md#L3")]
     u = open_doc(client, ws / "notes" / "digits.md", text)
-    links = await request(
-        client,
-        types.TEXT_DOCUMENT_DOCUMENT_LINK,
-        types.DocumentLinkParams(text_document=types.TextDocumentIdentifier(uri=u)),
-    )
-    assert [link.target.rsplit("/", 1)[1] for link in links] == ["MEMORY.md#L3"]
+    assert await link_targets(client, u) == ["MEMORY.md#L3"]
 
 
 def test_find_citations_is_linear_and_unchanged() -> None:

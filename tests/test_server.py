@@ -423,6 +423,14 @@ async def test_progress_notifications_in_order(start: Start, tmp_path: Path) -> 
     assert "33 files" in reports[-1].message
 
 
+async def folders_synced(client: LanguageClient, expected: list[str]) -> bool:
+    """Whether the server has exactly these folders, in this order, each synced once."""
+    st = await status(client)
+    return [f["folder"] for f in st["folders"]] == expected and all(
+        f.get("lastSync") for f in st["folders"]
+    )
+
+
 async def test_multi_root_keeps_results_apart(start: Start, tmp_path: Path) -> None:
     a = make_workspace(tmp_path / "a")
     b = tmp_path / "b"
@@ -454,13 +462,7 @@ async def test_multi_root_keeps_results_apart(start: Start, tmp_path: Path) -> N
         )
     )
 
-    async def swapped() -> bool:
-        st = await status(client)
-        return [f["folder"] for f in st["folders"]] == [uri(a), uri(c)] and all(
-            f.get("lastSync") for f in st["folders"]
-        )
-
-    await eventually(swapped)
+    await eventually(lambda: folders_synced(client, [uri(a), uri(c)]))
     assert paths(await search(client, "axolotl sprint")) == ["memory/c.md"]
     assert uri(b / "MEMORY.md") not in {
         r["uri"] for r in (await search(client, "replica"))["results"]
@@ -486,13 +488,7 @@ async def test_a_folder_uri_with_a_nul_byte_is_skipped(start: Start, tmp_path: P
         )
     )
 
-    async def opened() -> bool:
-        st = await status(client)
-        return [f["folder"] for f in st["folders"]] == [uri(a), uri(c)] and all(
-            f.get("lastSync") for f in st["folders"]
-        )
-
-    await eventually(opened)
+    await eventually(lambda: folders_synced(client, [uri(a), uri(c)]))
     assert paths(await search(client, "axolotl sprint")) == ["memory/c.md"]
 
 
