@@ -16,7 +16,7 @@ from server_util import open_folder
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.search.citations import Citation
-from memory_ls.server.citations import Citations, check_citation
+from memory_ls.server.citations import Citations, _check_all, check_citation
 from memory_ls.server.folders import Folders
 from memory_ls.settings import Settings
 
@@ -123,7 +123,7 @@ async def test_citations_across_folders(two_folders: Folders, tmp_path: Path) ->
         (tmp_path / "b/memory/only-b.md").as_uri() + "#L3",
     ]
 
-    diags = await cites.diagnostics(doc_uri, CITING.split("\n"))
+    diags = await cites.diagnostics(doc_uri, CITING)
     assert sorted(d.message.split(":")[0] for d in diags) == ["MEMORY.md#L99", "memory/missing.md"]
     assert all(d.range.start.line == 2 and d.code == "citation" for d in diags)
     missing = next(d for d in diags if d.message.startswith("memory/missing.md"))
@@ -141,3 +141,43 @@ async def test_citations_without_folders(tmp_path: Path) -> None:
     (chk,) = await cites.check("file:///x/notes.md", [Citation("MEMORY.md", 1, 1)])
     assert chk.missing and chk.problem == "MEMORY.md: no workspace folder"
     assert await cites.links("file:///x/notes.md") == []
+
+
+def test_a_document_of_many_citations_reads_each_file_once(tmp_path: Path) -> None:
+    """A document citing one transcript thousands of times took minutes to check: each
+    citation read and rendered the whole file again. The batch reads each file once and
+    answers exactly what one get per citation answers."""
+    root = make_a(tmp_path / "w")
+    records = [
+        f'{{"type": "user", "message": {{"role": "user", "content": "msg {i}\\nmore"}}}}'
+        for i in range(300)
+    ]
+    write(root, "sessions/a.jsonl", "not json\n" + "\n".join(records) + "\n")
+    s = settings()
+    s.sources, s.sessions.globs = ["memory", "sessions"], ["sessions/*.jsonl"]
+    eng = MemoryEngine(root, s, index_path=tmp_path / "w.sqlite")
+    cites = [Citation("sessions/a.jsonl", i, i + (i % 3)) for i in range(1, 305)]
+    cites += [Citation("MEMORY.md", i, i + 1) for i in range(1, 8)]
+    cites += [Citation("memory/gone.md", i, i) for i in range(1, 4)]
+    reads: list[str] = []
+    read_text = eng.read_text
+
+    def counted(path: str | Path) -> tuple[str, list[int] | None]:
+        reads.append(str(path))
+        return read_text(path)
+
+    try:
+        alone = [check_citation(eng, c, None) for c in cites]
+        eng.read_text = counted  # type: ignore[method-assign]
+        batch = _check_all(eng, cites, list(range(len(cites))), None)
+    finally:
+        eng.close()
+    assert sorted(reads) == ["MEMORY.md", "memory/gone.md", "sessions/a.jsonl"]
+    assert [c for _, c in batch] == alone
+    # JSONL line 1 is broken, line 2 holds msg 0: lines 1-2, then lines 2-4.
+    assert [c.excerpt.text if c.excerpt else None for c in alone[:2]] == [
+        "User: msg 0\nmore",
+        "User: msg 0\nmore\nUser: msg 1\nmore\nUser: msg 2\nmore",
+    ]
+    assert "past the end" in (alone[302].problem or "")  # sessions/a.jsonl has 301 lines
+    assert all(c.missing for c in alone[-3:])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..chunking import split_lines
 from ..search.results import Excerpt
@@ -37,10 +39,23 @@ def read_text(
 ALIGN_JOIN = " ⏎ "  # between the rendered lines of one JSONL line, in an aligned document
 
 
+@dataclass(frozen=True)
+class FileLines:
+    """A memory file read and split once, so that many excerpts of it (the citations of a
+    document) cost a lookup each, not a read and a split each."""
+
+    lines: list[str]  # rendered lines, as editors number them
+    line_map: list[int] | None = None  # a transcript: each rendered line's JSONL line
+    remote: bool = False  # the team index's copy, not a file on this machine
+
+    @classmethod
+    def of(cls, text: str, line_map: list[int] | None, remote: bool = False) -> FileLines:
+        return cls(split_lines(text), line_map, remote)
+
+
 def excerpt(
     path: str,
-    text: str,
-    line_map: list[int] | None,
+    source: FileLines,
     start: int | None,
     lines: int | None,
     aligned: bool = False,
@@ -52,12 +67,13 @@ def excerpt(
     line numbers where they belong. Raises ValueError for numbers below 1."""
     if (start is not None and start < 1) or (lines is not None and lines < 1):
         raise ValueError("from and lines must be positive")
-    rendered = split_lines(text)
+    rendered, line_map = source.lines, source.line_map
     first = start or 1
     if line_map:  # a transcript: cite and return original JSONL line numbers
-        total = max(line_map)
+        total = line_map[-1]  # records are rendered in file order
         last = total if lines is None else first + lines - 1
-        kept = [(ln, o) for ln, o in zip(rendered, line_map, strict=False) if first <= o <= last]
+        lo, hi = bisect_left(line_map, first), bisect_right(line_map, last)
+        kept = list(zip(rendered[lo:hi], line_map[lo:hi], strict=False))
         if aligned:
             by_line: dict[int, list[str]] = {}
             for ln, orig in kept:

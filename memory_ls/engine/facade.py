@@ -25,7 +25,7 @@ from ..search.vector import VectorIndex
 from ..settings import Settings
 from ..settings import load as load_settings
 from ..workspace import PathError, Workspace
-from .excerpts import excerpt, read_text
+from .excerpts import FileLines, excerpt, read_text
 from .indexer import Indexer, default_index_path
 from .providers import AUTO, ProviderPolicy
 from .reranking import RerankPolicy
@@ -227,9 +227,11 @@ class MemoryEngine:
         start: int | None = None,
         lines: int | None = None,
         aligned: bool = False,
+        reads: dict[str, FileLines | PathError] | None = None,
     ) -> Excerpt:
         """Lines of a memory file: ``path`` with from/lines, or a citation ``path#L3-L9``;
-        ``aligned``: a transcript as one line per JSONL line (``excerpts.excerpt``).
+        ``aligned``: a transcript as one line per JSONL line (``excerpts.excerpt``);
+        ``reads``: files already read by this batch of gets (each file is read once).
 
         Raises PathError (outside the roots, missing) or ValueError (bad numbers)."""
         cite = parse_citation(path_or_citation)
@@ -241,9 +243,24 @@ class MemoryEngine:
         if (start is not None and start < 1) or (lines is not None and lines < 1):
             raise ValueError("from and lines must be positive")
         rel = self.workspace.relative(path)
-        remote = False
+        source = reads.get(rel) if reads is not None else None
+        if source is None:
+            try:
+                source = self._read_lines(rel, path)
+            except PathError as exc:
+                source = exc
+            if reads is not None:
+                reads[rel] = source
+        if isinstance(source, PathError):
+            raise PathError(str(source))  # a new one: raising one object again grows its traceback
+        ex = excerpt(rel, source, start, lines, aligned)
+        ex.file = self.workspace.outside_file(ex.path)
+        ex.remote = source.remote
+        return ex
+
+    def _read_lines(self, rel: str, path: str) -> FileLines:
         try:
-            text, line_map = self.read_text(path)
+            return FileLines.of(*self.read_text(path))
         except PathError:
             # Not on this machine: a team index may have it from the machine that has it.
             if self.primary is None or self.workspace.file_path(rel).exists():
@@ -251,11 +268,7 @@ class MemoryEngine:
             team = self.primary.file_text(rel)
             if team is None:
                 raise
-            (text, line_map), remote = team, True
-        ex = excerpt(rel, text, line_map, start, lines, aligned)
-        ex.file = self.workspace.outside_file(ex.path)
-        ex.remote = remote
-        return ex
+            return FileLines.of(*team, remote=True)
 
     def status(self) -> dict[str, Any]:
         ix = self.indexer

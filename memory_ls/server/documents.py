@@ -159,7 +159,7 @@ class Documents:
         if doc is None:
             return
         version = doc.version
-        diags = await self.citations.diagnostics(uri, doc.source.split("\n"))
+        diags = await self.citations.diagnostics(uri, doc.source)
         cur = self.ls.workspace.text_documents.get(uri)
         if cur is None or cur.version != version:
             return  # edited meanwhile: a newer run is scheduled
