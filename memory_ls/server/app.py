@@ -36,6 +36,7 @@ from ..params import ParamError
 from . import protocol
 from .service import MemoryService
 from .stdio import serve_stdio
+from .text_document import use_fast_documents
 
 log = logging.getLogger("memory_ls")
 
@@ -219,6 +220,7 @@ def build_server() -> MemoryLanguageServer:
     # -- lifecycle --------------------------------------------------------------------------
     @server.feature(types.INITIALIZE)
     def initialize(params: types.InitializeParams) -> None:
+        use_fast_documents(server.workspace)
         service = server.service = MemoryService(server, params.initialization_options)
         server.setup_logging(str(service.config.init_overrides.get("logLevel", "info")))
         service.add_initial_folders(params.workspace_folders, params.root_uri)
