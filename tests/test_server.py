@@ -192,13 +192,16 @@ async def status(client: LanguageClient) -> dict[str, Any]:
 
 
 async def wait_idle(client: LanguageClient, timeout: float = 30) -> dict[str, Any]:
-    """Until every folder's first sync is done and nothing is pending."""
+    """Until every folder's first sync is done and nothing is pending (a folder whose index
+    cannot be opened never syncs)."""
     deadline = time.monotonic() + timeout
     while True:
         st = await status(client)
         folders = st.get("folders", [])
         if folders and all(
-            f.get("lastSync") and not f.get("syncing") and not f.get("pendingEdits")
+            (f.get("lastSync") or f.get("error"))
+            and not f.get("syncing")
+            and not f.get("pendingEdits")
             for f in folders
         ):
             return st
@@ -618,6 +621,24 @@ async def test_commands(start: Start, tmp_path: Path) -> None:
     report = res["folders"][0]["report"]
     assert report["full"] is True and report["files"] == 3 and report["indexed"] == 3
     assert paths(await search(client, "PostgreSQL"))
+
+
+async def test_a_sync_command_says_why_a_folder_has_no_report(start: Start, tmp_path: Path) -> None:
+    """A folder whose index cannot be opened answered `report: null` and nothing else: the
+    editors said "index updated"."""
+    good = make_workspace(tmp_path / "good")
+    bad = make_workspace(tmp_path / "bad")
+    write(bad, ".memory-ls.toml", f'[store]\npath = "{bad / "memory"}"\n')  # a folder: refused
+    client = await start(good, bad)
+    for command in ("memory.sync", "memory.reindex"):
+        res = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=command)
+        )
+        by_folder = {Path(f["folder"]).name: f for f in res["folders"]}
+        assert by_folder["good"]["report"]["files"] == 3 and "error" not in by_folder["good"]
+        assert by_folder["bad"]["report"] is None
+        assert "is a folder" in by_folder["bad"]["error"], by_folder["bad"]
+    assert (bad / "memory/2026-01-05.md").is_file()
 
 
 async def test_save_session_command_writes_and_indexes_a_note(start: Start, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from server_util import open_folder
 from memory_ls.params import GetParams, ParamError
 from memory_ls.search.request import SearchRequest
 from memory_ls.server.folders import Folders
+from memory_ls.server.progress import SyncOutcome
 from memory_ls.server.requests import Requests, merge_limit
 from memory_ls.server.workers import Folder
 from memory_ls.settings import load as load_settings
@@ -30,8 +31,8 @@ def make_folder(root: Path, max_results: int, notes: int) -> Path:
     return root
 
 
-async def no_progress_sync(folder: Folder, reason: str, force: bool):
-    return await folder.sync(reason, force)
+async def no_progress_sync(folder: Folder, reason: str, force: bool) -> SyncOutcome:
+    return SyncOutcome(await folder.sync(reason, force))
 
 
 @pytest_asyncio.fixture

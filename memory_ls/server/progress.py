@@ -6,7 +6,8 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
@@ -95,11 +96,23 @@ class Progress:
             self.ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
 
 
+@dataclass
+class SyncOutcome:
+    report: SyncReport | None
+    error: str | None = None  # why there is no report: the folder is unavailable, the sync failed
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"report": self.report.to_json() if self.report else None}
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
 async def sync_with_progress(
     ls: LanguageServer, folder: Folder, reason: str, force: bool
-) -> SyncReport | None:
+) -> SyncOutcome:
     """Sync (or rebuild) a folder, then embed what is new, reporting progress; the report, or
-    None when the folder is unavailable or the sync failed (logged, and said in the progress)."""
+    why there is none (logged, and said in the progress)."""
     reporter = await Progress.start(ls, f"memory-ls: indexing {folder.name}")
     t0 = time.perf_counter()
     try:
@@ -107,14 +120,14 @@ async def sync_with_progress(
         embedded = await folder.embed(reporter.callback)
     except FolderUnavailable as exc:
         reporter.end(str(exc))
-        return None
+        return SyncOutcome(None, str(exc))
     except asyncio.CancelledError:
         reporter.end("cancelled")
         raise
     except Exception as exc:
         log.error("%s: sync failed: %s", folder.name, exc, exc_info=exc)
         reporter.end(f"sync failed: {exc}")
-        return None
+        return SyncOutcome(None, f"sync failed: {exc}")
     summary = "up to date"
     if report is not None:
         summary = (
@@ -122,4 +135,4 @@ async def sync_with_progress(
             f"removed, {embedded} embedded in {time.perf_counter() - t0:.1f}s"
         )
     reporter.end(summary)
-    return report
+    return SyncOutcome(report)

@@ -16,7 +16,6 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..index.sync import SyncReport
 from ..params import GetParams, ParamError, SaveSessionParams
 from ..search.citations import citation_problem, parse_citation
 from ..search.request import SearchRequest
@@ -26,6 +25,7 @@ from ..sources import SourceError
 from ..workspace import PathError
 from . import convert
 from .folders import Folders
+from .progress import SyncOutcome
 from .workers import Folder, FolderUnavailable
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 SYMBOL_RESULTS = 20
 TOTALS = ("files", "chunks", "pendingEmbeddings", "pendingLineVectors", "cacheEntries")
 
-Sync = Callable[[Folder, str, bool], Awaitable[SyncReport | None]]
+Sync = Callable[[Folder, str, bool], Awaitable[SyncOutcome]]
 
 
 def merge_limit(req: SearchRequest, folders: list[Folder]) -> int:
@@ -149,13 +149,12 @@ class Requests:
     # -- commands ---------------------------------------------------------------------------
     async def sync_command(self, force: bool, folder_ref: str | None) -> dict[str, Any]:
         folders = self.folders.select(folder_ref)
-        reports = await asyncio.gather(
+        outcomes = await asyncio.gather(
             *(self.sync(f, "reindex" if force else "command", force) for f in folders)
         )
         return {
             "folders": [
-                {"folder": f.uri, "report": r.to_json() if r is not None else None}
-                for f, r in zip(folders, reports, strict=True)
+                {"folder": f.uri, **o.to_json()} for f, o in zip(folders, outcomes, strict=True)
             ]
         }
 

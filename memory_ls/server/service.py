@@ -26,14 +26,13 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ..index.sync import SyncReport
 from ..settings import Settings, to_dict
 from .citations import Citations
 from .documents import Documents, buffer_text
 from .folders import Configuration, Folders
 from .lanes import TaskSet
 from .messages import Messages
-from .progress import sync_with_progress
+from .progress import SyncOutcome, sync_with_progress
 from .requests import Requests
 from .watch import Watching
 from .workers import Folder, FolderHooks, FolderUnavailable
@@ -74,7 +73,7 @@ class MemoryService:
     def spawn(self, coro: Any) -> asyncio.Future[Any]:
         return self._tasks.spawn(coro)
 
-    async def sync(self, folder: Folder, reason: str, force: bool) -> SyncReport | None:
+    async def sync(self, folder: Folder, reason: str, force: bool) -> SyncOutcome:
         return await sync_with_progress(self.ls, folder, reason, force)
 
     # -- folders ----------------------------------------------------------------------------

@@ -77,6 +77,12 @@ h.run(function()
       { util.citation_insertion("x.md#L1", "("), "x.md#L1" },
       { util.sync_summary({ folders = { { folder = "f", report = { files = 2, indexed = 1, unchanged = 1, removed = 0,
         embedded = 0, durationMs = 12 } } } }), "synced 2 files: 1 indexed, 1 unchanged, 0 removed, 0 chunks embedded in 0.01 s" },
+      { util.sync_summary({ folders = { { folder = "file:///w/good", report = { files = 2, indexed = 1, unchanged = 1,
+        removed = 0, embedded = 0, durationMs = 12 } }, { folder = "file:///w/my%20notes", report = vim.NIL,
+        error = "sync failed: disk full" } } }),
+        "synced 2 files: 1 indexed, 1 unchanged, 0 removed, 0 chunks embedded in 0.01 s; not synced: my notes: sync failed: disk full" },
+      { util.sync_summary({ folders = { { folder = "file:///w/x", report = vim.NIL, error = "no index" } } }),
+        "not synced: x: no index" },
     }
     local bad = {}
     for i, case in ipairs(cases) do

@@ -22,7 +22,7 @@ import * as P from './protocol';
 import { citationInsertion, HitItem, Latest, resultToItems, searchSummary } from './searchItems';
 import { installCommand, resolveServerCommand, RestartBudget, ServerCommand, startFailureMessage } from './serverCommand';
 import { changeKind, documentSelector, serverSettingKeys, serverSettings } from './settings';
-import { ProgressTracker, statusBar, statusMarkdown, syncSummary, UiState } from './statusText';
+import { ProgressTracker, statusBar, statusMarkdown, syncFailures, syncSummary, UiState } from './statusText';
 import { TeamFiles } from './teamFiles';
 import { workspaceSymbolName } from './workspaceSymbols';
 
@@ -393,7 +393,8 @@ class MemoryExtension {
         { location: vscode.ProgressLocation.Notification, title, cancellable: false },
         () => client.sendRequest(ExecuteCommandRequest.type, { command: P.CMD_REINDEX, arguments: [{ force }] }),
       );
-      void vscode.window.showInformationMessage(`Memory: ${syncSummary(result)}`);
+      const text = `Memory: ${syncSummary(result)}`;
+      void (syncFailures(result).length ? vscode.window.showErrorMessage(text) : vscode.window.showInformationMessage(text));
     } catch (error) {
       void vscode.window.showErrorMessage(`Memory: reindex failed: ${error instanceof Error ? error.message : String(error)}`);
     }

@@ -273,6 +273,29 @@ export function statusMarkdown(status: StatusResult, serverInfo?: { command?: st
   return out.join('\n');
 }
 
+/** The last part of a folder URI, for messages. */
+function folderLabel(uri: string): string {
+  let path = uri;
+  try {
+    path = decodeURIComponent(uri);
+  } catch {
+    // a malformed escape: show the URI as it is
+  }
+  return path.replace(/\/+$/, '').split('/').pop() || uri;
+}
+
+/** The folders of a `memory.reindex` / `memory.sync` answer that were not synced, each with why. */
+export function syncFailures(result: unknown): string[] {
+  const list = result && typeof result === 'object' ? (result as { folders?: unknown }).folders : undefined;
+  if (!Array.isArray(list)) {
+    return [];
+  }
+  return list.flatMap((f) => {
+    const o = (f && typeof f === 'object' ? f : {}) as { folder?: unknown; error?: unknown };
+    return typeof o.error === 'string' ? [`${typeof o.folder === 'string' ? folderLabel(o.folder) : 'a folder'}: ${o.error}`] : [];
+  });
+}
+
 /** One line about a `memory.reindex` / `memory.sync` answer (a sync report, or one per folder). */
 export function syncSummary(result: unknown): string {
   const reports: P.SyncInfo[] = [];
@@ -293,8 +316,10 @@ export function syncSummary(result: unknown): string {
     }
   };
   visit(result);
+  const failed = syncFailures(result);
+  const notSynced = failed.length ? `not synced: ${failed.join('; ')}` : '';
   if (reports.length === 0) {
-    return 'index updated';
+    return notSynced || 'index updated';
   }
   const sum = (k: keyof P.SyncInfo): number => reports.reduce((n, r) => n + (typeof r[k] === 'number' ? (r[k] as number) : 0), 0);
   const ms = reports.reduce((n, r) => Math.max(n, r.durationMs ?? 0), 0);
@@ -303,6 +328,7 @@ export function syncSummary(result: unknown): string {
   return (
     `${full ? 'rebuilt' : 'synced'} ${sum('files')} files: ${sum('indexed')} indexed, ${sum('unchanged')} unchanged, ` +
     `${sum('removed')} removed, ${sum('embedded')} chunks embedded (${sum('cacheHits')} from cache)` +
-    `${skipped ? `, ${skipped} skipped` : ''} in ${(ms / 1000).toFixed(2)} s`
+    `${skipped ? `, ${skipped} skipped` : ''} in ${(ms / 1000).toFixed(2)} s` +
+    (notSynced ? `; ${notSynced}` : '')
   );
 }

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 
 import type { FolderStatus } from '../src/protocol';
-import { folders, modeSummary, ProgressTracker, statusBar, statusMarkdown, syncSummary } from '../src/statusText';
+import { folders, modeSummary, ProgressTracker, statusBar, statusMarkdown, syncFailures, syncSummary } from '../src/statusText';
 
 const HYBRID: FolderStatus = {
   root: '/ws',
@@ -134,4 +134,19 @@ test('syncSummary reads one report or one per folder', () => {
   );
   assert.match(syncSummary({ folders: [{ report: { ...HYBRID.lastSync, full: true } }, { files: 2, indexed: 0, unchanged: 2 }] }), /^rebuilt 7 files: 5 indexed, 2 unchanged/);
   assert.equal(syncSummary(null), 'index updated');
+});
+
+test('syncSummary says which folders were not synced and why', () => {
+  const answer = {
+    folders: [
+      { folder: 'file:///w/good', report: { files: 2, indexed: 1, unchanged: 1, removed: 0, embedded: 0, cacheHits: 0, durationMs: 10 } },
+      { folder: 'file:///w/my%20notes', report: null, error: 'cannot open the index: disk full' },
+    ],
+  };
+  assert.deepEqual(syncFailures(answer), ['my notes: cannot open the index: disk full']);
+  assert.match(syncSummary(answer), /^synced 2 files: .*; not synced: my notes: cannot open the index: disk full$/);
+  const none = { folders: [{ folder: 'file:///w/x', report: null, error: 'sync failed: boom' }] };
+  assert.equal(syncSummary(none), 'not synced: x: sync failed: boom');
+  assert.deepEqual(syncFailures({ folders: [{ folder: 'file:///w/good', report: {} }] }), []);
+  assert.deepEqual(syncFailures(null), []);
 });

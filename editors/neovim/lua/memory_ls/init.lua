@@ -543,7 +543,8 @@ function M.reindex(force, opts)
         if opts.on_result then
           opts.on_result(result)
         end
-        notify(util.sync_summary(result))
+        local failed = #util.sync_failures(result) > 0
+        notify(util.sync_summary(result), failed and vim.log.levels.ERROR or nil)
       end)
   end)
 end

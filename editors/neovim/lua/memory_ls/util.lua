@@ -286,6 +286,21 @@ function M.status_lines(status, server)
   return out
 end
 
+--- The folders of a memory.reindex / memory.sync answer that were not synced, each with why.
+function M.sync_failures(result)
+  local out = {}
+  if type(result) ~= "table" or type(result.folders) ~= "table" then
+    return out
+  end
+  for _, f in ipairs(result.folders) do
+    if type(f) == "table" and type(f.error) == "string" then
+      local name = type(f.folder) == "string" and vim.fn.fnamemodify(vim.uri_to_fname(f.folder), ":t") or "a folder"
+      table.insert(out, name .. ": " .. f.error)
+    end
+  end
+  return out
+end
+
 --- One line about a memory.reindex / memory.sync answer.
 function M.sync_summary(result)
   local reports = {}
@@ -306,8 +321,10 @@ function M.sync_summary(result)
     end
   end
   visit(result)
+  local failed = M.sync_failures(result)
+  local not_synced = #failed > 0 and ("not synced: " .. table.concat(failed, "; ")) or nil
   if #reports == 0 then
-    return "index updated"
+    return not_synced or "index updated"
   end
   local sum = function(k)
     local n = 0
@@ -322,9 +339,10 @@ function M.sync_summary(result)
     full = full or r.full == true
     ms = math.max(ms, tonumber(r.durationMs) or 0)
   end
-  return string.format("%s %d files: %d indexed, %d unchanged, %d removed, %d chunks embedded in %.2f s",
+  local line = string.format("%s %d files: %d indexed, %d unchanged, %d removed, %d chunks embedded in %.2f s",
     full and "rebuilt" or "synced", sum("files"), sum("indexed"), sum("unchanged"), sum("removed"), sum("embedded"),
     ms / 1000)
+  return not_synced and (line .. "; " .. not_synced) or line
 end
 
 return M
