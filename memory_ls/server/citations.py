@@ -125,22 +125,29 @@ class Citations:
             for i, c in enumerate(cites)
         ]
 
-    def _lines(self, uri: str) -> list[str] | None:
-        text = self.text_of(uri)
-        return None if text is None else text.split("\n")
-
-    async def at(self, uri: str, pos: types.Position) -> tuple[types.Range, CiteCheck] | None:
-        """The citation under the cursor, resolved, with its range in the document."""
-        lines = self._lines(uri)
-        if lines is None or pos.line >= len(lines):
+    def _cite_at(self, text: str, pos: types.Position) -> tuple[types.Range, Citation] | None:
+        lines = text.split("\n")
+        if pos.line >= len(lines):
             return None
         col = self.codec.position_from_client_units(lines, pos).character
         found = convert.citation_at(lines[pos.line], col)
         if not found:
             return None
         start, end, cite = found
+        return convert.span_range(lines, pos.line, start, end, self.codec), cite
+
+    async def at(self, uri: str, pos: types.Position) -> tuple[types.Range, CiteCheck] | None:
+        """The citation under the cursor, resolved, with its range in the document."""
+        text = self.text_of(uri)
+        if text is None:
+            return None
+        # In a thread: splitting a document of megabytes into lines takes milliseconds.
+        found = await asyncio.to_thread(self._cite_at, text, pos)
+        if not found:
+            return None
+        rng, cite = found
         (chk,) = await self.check(uri, [cite])
-        return convert.span_range(lines, pos.line, start, end, self.codec), chk
+        return rng, chk
 
     async def definition(self, uri: str, pos: types.Position) -> list[types.Location] | None:
         found = await self.at(uri, pos)
