@@ -4,6 +4,7 @@ large document no longer walks the whole of it."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import random
 
@@ -15,6 +16,7 @@ from pygls.workspace.text_document import TextDocument
 
 from memory_ls.server.text_document import (
     MemoryTextDocument,
+    learn_lines,
     line_starts,
     server_position,
     use_fast_documents,
@@ -114,3 +116,20 @@ def test_an_edit_in_a_long_line_does_not_walk_it() -> None:
     )
     ours.apply_change(change)
     assert ours.source[3_999_999:4_000_002] == "aZa" and len(ours.source) == 5_000_000
+
+
+def test_a_large_document_learns_its_lines_as_it_opens() -> None:
+    text = "a line of a large note\n" * 60_000  # 1.4 MB
+    ours = MemoryTextDocument("file:///big.md", text)
+    small = MemoryTextDocument("file:///small.md", "one\ntwo\n")
+    asyncio.run(learn_lines(ours))
+    asyncio.run(learn_lines(small))
+    assert ours._starts is not None and ours._starts.tolist() == line_starts(text).tolist()
+    assert small._starts is None  # learnt on its first edit, no thread hop for it
+    change = types.TextDocumentContentChangePartial(
+        range=types.Range(types.Position(59_999, 2), types.Position(59_999, 6)), text="X"
+    )
+    theirs = TextDocument("file:///big.md", text)
+    for doc in (ours, theirs):
+        doc.apply_change(copy.deepcopy(change))
+    assert ours.source == theirs.source and ours.lines[59_999] == "a X of a large note\n"

@@ -15,6 +15,7 @@ from pygls.uris import to_fs_path
 from . import convert
 from .citations import Citations
 from .folders import Folders
+from .text_document import learn_lines
 from .watch import SETTINGS_FILE
 from .workers import Folder
 
@@ -63,6 +64,8 @@ class Documents:
 
     # -- document sync (pygls has already applied the change to its copy) -------------------
     def did_open(self, uri: str) -> None:
+        if doc := self.ls.workspace.text_documents.get(uri):
+            self._spawn(learn_lines(doc))
         if hit := self._memory(uri):
             hit[0].doc_changed(uri, hit[1], delay_ms=0)
         self.schedule_diagnostics(uri, 0)

@@ -11,6 +11,7 @@ replays random edits on both).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
@@ -124,6 +125,22 @@ class MemoryTextDocument(TextDocument):
         middle = line_starts(new[base : old_end + moved], base)
         self._source = new
         self._starts = np.concatenate((starts[:first], middle, starts[tail:] + moved))
+
+
+LEARN_IN_THREAD = 1 << 20  # characters: below this, a document learns its lines when edited
+
+
+async def learn_lines(doc: TextDocument) -> None:
+    """Find where a large document's lines start in a thread, as it opens, so that its first
+    edit does not do it on the event loop (36 ms for 9 MB)."""
+    if not isinstance(doc, MemoryTextDocument) or doc._starts is not None:
+        return
+    text = doc.source
+    if len(text) < LEARN_IN_THREAD:
+        return
+    starts = await asyncio.to_thread(line_starts, text)
+    if doc._starts is None and doc.source is text:  # not edited meanwhile
+        doc._starts = starts
 
 
 class MemoryWorkspace(Workspace):
