@@ -35,6 +35,16 @@ def _skip_dir(name: str) -> bool:
     return name.startswith(".") or name in SKIP_DIRS
 
 
+def _utf8(key: str) -> bool:
+    """False for a name that is not UTF-8 on disk (Python keeps its bytes as lone surrogates):
+    SQLite, JSON and URIs cannot carry it, and it failed the whole sync."""
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _walk_md(folder: Path, rel: str) -> list[tuple[str, Path]]:
     """(relative path, absolute path) of the Markdown files under ``folder``, sorted.
 
@@ -171,11 +181,16 @@ class Workspace:
                     continue
                 for key, p in session_roots.files(r):
                     files.setdefault(key, MemoryFile(key, p, "sessions"))
+        for key in [k for k in files if not _utf8(k)]:
+            shown = os.fsencode(files.pop(key).abs_path).decode("utf-8", "backslashreplace")
+            log.warning("skipping %s: its name is not UTF-8", shown)
         return [files[k] for k in sorted(files)]
 
     def classify(self, rel: str) -> MemoryFile | None:
         """The MemoryFile for an index key (a workspace-relative path, or a transcript
         under sessions.roots) if it is memory, else None."""
+        if not _utf8(rel):
+            return None
         if rel.startswith(PREFIX):
             name, _, sub = rel[len(PREFIX) :].partition("/")
             r = self.roots.get(name)
