@@ -13,6 +13,7 @@ import dataclasses
 import math
 import os
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
@@ -20,15 +21,36 @@ from .schema import Settings
 from .spec import Spec, camel, snake, spec_of
 
 INT_LIMIT = 2**63 - 1
+# A problem shows at most this much of the bad value: it goes to the status, the log and a
+# message window each time the settings load, and a 1 MB string would be 1 MB in each.
+SHOWN_CHARS = 200
+
+Show = Callable[[Any], str]
 
 
-def _coerce(value: Any, hint: Any, where: str) -> Any:
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text)} characters)"
+
+
+def _kind(value: Any) -> str:
+    """A secret setting's bad value by its kind only: the value may be the key itself (an API
+    key in a list, a header table with one number in it)."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    names: dict[type, str] = {str: "a string", list: "a list", dict: "a table"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def _coerce(value: Any, hint: Any, where: str, show: Show = _shown) -> Any:
     """Return value converted to hint, or raise ValueError naming the key."""
     origin = get_origin(hint)
     if hint is bool:
         if isinstance(value, bool):
             return value
-        raise ValueError(f"{where}: expected true or false, got {value!r}")
+        raise ValueError(f"{where}: expected true or false, got {show(value)}")
     if hint is int:
         if (
             isinstance(value, bool)
@@ -36,9 +58,9 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
             or not math.isfinite(value)
             or value != int(value)
         ):
-            raise ValueError(f"{where}: expected an integer, got {value!r}")
+            raise ValueError(f"{where}: expected an integer, got {show(value)}")
         if abs(value) > INT_LIMIT:  # SQLite's integers are 64-bit: a search would overflow
-            raise ValueError(f"{where}: expected an integer up to {INT_LIMIT}, got {value!r}")
+            raise ValueError(f"{where}: expected an integer up to {INT_LIMIT}, got {show(value)}")
         return int(value)
     if hint is float:
         if (
@@ -46,22 +68,22 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
             or not isinstance(value, int | float)
             or not math.isfinite(value)
         ):
-            raise ValueError(f"{where}: expected a number, got {value!r}")
+            raise ValueError(f"{where}: expected a number, got {show(value)}")
         return float(value)
     if hint is str:
         if not isinstance(value, str):
-            raise ValueError(f"{where}: expected a string, got {value!r}")
+            raise ValueError(f"{where}: expected a string, got {show(value)}")
         return value
     if origin is list:
         (item,) = get_args(hint)
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list):
-            raise ValueError(f"{where}: expected a list, got {value!r}")
-        return [_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+            raise ValueError(f"{where}: expected a list, got {show(value)}")
+        return [_coerce(v, item, f"{where}[{i}]", show) for i, v in enumerate(value)]
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):  # a table of settings
         if not isinstance(value, dict):
-            raise ValueError(f"{where}: expected a table, got {value!r}")
+            raise ValueError(f"{where}: expected a table, got {show(value)}")
         table = hint()
         problems = apply(table, value, f"{where}.")
         if problems:
@@ -69,7 +91,7 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
         return table
     if origin is dict:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-            raise ValueError(f"{where}: expected a table of strings, got {value!r}")
+            raise ValueError(f"{where}: expected a table of strings, got {show(value)}")
         return {str(k): v for k, v in value.items()}
     raise ValueError(f"{where}: unsupported setting type")  # pragma: no cover
 
@@ -95,28 +117,28 @@ def list_text(spec: Spec) -> str:
     return size + (f" of {', '.join(spec.choices)}" if spec.choices else "")
 
 
-def _check(key: str, value: Any, spec: Spec) -> None:
+def _check(key: str, value: Any, spec: Spec, show: Show = _shown) -> None:
     """Raise ValueError naming ``key`` when ``value`` breaks its declared choices or bounds."""
     if isinstance(value, list):
         bad = [v for v in value if spec.choices and v not in spec.choices]
         if bad or len(value) < spec.min_items:
-            raise ValueError(f"{key}: expected a {list_text(spec)}, got {value!r}")
+            raise ValueError(f"{key}: expected a {list_text(spec)}, got {show(value)}")
     elif spec.choices and value not in spec.choices:
-        raise ValueError(f"{key}: expected one of {', '.join(spec.choices)}, got {value!r}")
+        raise ValueError(f"{key}: expected one of {', '.join(spec.choices)}, got {show(value)}")
     if isinstance(value, int | float) and not isinstance(value, bool):
         low = spec.minimum is not None and value < spec.minimum
         high = spec.maximum is not None and value > spec.maximum
         if low or high:
             rule = bounds_text(spec)
             must = "must not be negative" if rule == "not negative" else f"must be {rule}"
-            raise ValueError(f"{key}: {must}, got {value!r}")
+            raise ValueError(f"{key}: {must}, got {show(value)}")
 
 
 def apply(target: Any, data: dict[str, Any], prefix: str = "") -> list[str]:
     """Merge a camelCase mapping into a settings dataclass in place; return problems found."""
     problems: list[str] = []
     if not isinstance(data, dict):
-        return [f"{prefix.rstrip('.') or 'settings'}: expected a table, got {data!r}"]
+        return [f"{prefix.rstrip('.') or 'settings'}: expected a table, got {_shown(data)}"]
     hints = get_type_hints(type(target))
     fields = {f.name: f for f in dataclasses.fields(target)}
     for raw_key, value in data.items():
@@ -130,8 +152,9 @@ def apply(target: Any, data: dict[str, Any], prefix: str = "") -> list[str]:
             problems += apply(getattr(target, attr), value, f"{key}.")
             continue
         try:
-            coerced = _coerce(value, hints[attr], key)
-            _check(key, coerced, spec)
+            show = _kind if spec.secret else _shown
+            coerced = _coerce(value, hints[attr], key, show)
+            _check(key, coerced, spec, show)
         except ValueError as exc:
             problems.append(f"{exc}; ignored")
             continue

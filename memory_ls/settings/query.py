@@ -186,6 +186,7 @@ class RerankSettings:
         "API key for the rerank API (empty: `VOYAGE_API_KEY`, `JINA_API_KEY` or "
         "`COHERE_API_KEY`, the provider's own; `cohere-compatible` uses this key only). "
         "Prefer the environment: settings files are often shared.",
+        secret=True,
     )
     model_path: str = setting(
         "",

@@ -103,11 +103,13 @@ class RemoteSettings:
         "API key for the remote provider (empty: `OPENAI_API_KEY`, `GEMINI_API_KEY`, "
         "`VOYAGE_API_KEY` or `MISTRAL_API_KEY`, the provider's own; `openai-compatible` and "
         "`ollama` use this key only). Prefer the environment: settings files are often shared.",
+        secret=True,
     )
     headers: dict[str, str] = setting(
         {},
         "Extra HTTP headers sent to the remote provider; they win over the defaults, and the "
         "values of secret-looking ones are scrubbed from errors and logs.",
+        secret=True,
     )
     dimensions: int = setting(
         0, "Embedding dimensions to request (0: the model's default).", minimum=0
@@ -270,7 +272,9 @@ class SessionWriterSettings:
         "come from the conversation's keywords.",
     )
     model: str = setting("", "Chat model that names saved sessions.")
-    api_key: str = setting("", "API key for `sessionWriter.baseUrl`, sent as a bearer token.")
+    api_key: str = setting(
+        "", "API key for `sessionWriter.baseUrl`, sent as a bearer token.", secret=True
+    )
     timeout_ms: int = setting(
         15000,
         "Timeout of the session-naming request in milliseconds; then keywords name the session.",
@@ -286,6 +290,7 @@ class PostgresSettings:
         "`postgresql://memory@db.internal/memory?sslmode=require` (empty: the "
         "`MEMORY_LS_PG_URL` environment variable). Keep the password in `~/.pgpass` or that "
         "variable; it never appears in logs, status or errors.",
+        secret=True,
     )
     namespace: str = setting(
         "default",

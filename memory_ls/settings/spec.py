@@ -26,6 +26,7 @@ class Spec:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     min_items: int = 0
+    secret: bool = False  # a key, a token or a URL with a password: never shown in a problem
 
 
 def setting(
@@ -36,9 +37,10 @@ def setting(
     maximum: float | None = None,
     choices: tuple[str, ...] = (),
     min_items: int = 0,
+    secret: bool = False,
 ) -> Any:
     """A dataclass field carrying its ``Spec``; a list or table default is copied per instance."""
-    spec = Spec(description, minimum, maximum, choices, min_items)
+    spec = Spec(description, minimum, maximum, choices, min_items, secret)
     if isinstance(default, list | dict):
         return field(default_factory=lambda: copy.deepcopy(default), metadata={SPEC: spec})
     return field(default=default, metadata={SPEC: spec})
