@@ -34,13 +34,21 @@ CLIENT_TIMEOUT_S = 5  # a client request (configuration, registration) that take
 URI_CACHE_SIZE = 10_000
 
 
-def settings_section(data: Any) -> dict[str, Any]:
-    """Our settings from initializationOptions / didChangeConfiguration: either the
-    ``memory`` section of a larger object or the section itself."""
-    if not isinstance(data, dict):
-        return {}
-    inner = data.get(SECTION)
-    return inner if isinstance(inner, dict) else data
+def settings_section(data: Any, where: str) -> tuple[dict[str, Any], list[str]]:
+    """Our settings from initializationOptions / didChangeConfiguration / a
+    ``workspace/configuration`` answer: either the ``memory`` section of a larger object or the
+    section itself, with the problem of anything else (null is no settings, not a problem)."""
+    if data is None:
+        return {}, []
+    inner = data.get(SECTION) if isinstance(data, dict) else data
+    if isinstance(inner, dict):
+        return inner, []
+    if isinstance(data, dict) and SECTION not in data:
+        return data, []
+    if inner is None:
+        return {}, []
+    name = f"{where}: {SECTION}" if inner is not data else where
+    return {}, [f"{name}: expected an object of settings, got {type(inner).__name__}; ignored"]
 
 
 class Folders:
@@ -132,14 +140,20 @@ class Configuration:
 
     def __init__(self, ls: LanguageServer, init_options: Any):
         self.ls = ls
-        self.init_overrides = settings_section(init_options)
+        self.init_overrides, self.init_problems = settings_section(
+            init_options, "initializationOptions"
+        )
         self.client_config: dict[str, dict[str, Any]] = {}  # folder URI -> its section
+        self.client_problems: dict[str, list[str]] = {}  # folder URI -> its section's shape
 
     def _client_can(self, capability: str) -> bool:
         return bool(get_capability(self.ls.client_capabilities, capability, False))
 
     def settings_for(self, uri: str, root: Path) -> tuple[Settings, list[str]]:
-        return load_settings(root, self.init_overrides, self.client_config.get(uri, {}))
+        settings, problems = load_settings(
+            root, self.init_overrides, self.client_config.get(uri, {})
+        )
+        return settings, self.init_problems + self.client_problems.get(uri, []) + problems
 
     async def pull(self, folders: Sequence[Folder]) -> None:
         """Ask the client for the ``memory`` section of each folder (if it can be asked)."""
@@ -155,16 +169,18 @@ class Configuration:
             log.warning("workspace/configuration failed: %s", exc)
             return
         for folder, value in zip(folders, result or [], strict=False):
-            self.client_config[folder.uri] = value if isinstance(value, dict) else {}
+            self.client_config[folder.uri], self.client_problems[folder.uri] = settings_section(
+                value, "workspace/configuration"
+            )
 
     async def changed(self, settings: Any, folders: Sequence[Folder]) -> None:
         """``workspace/didChangeConfiguration``: pull the new settings, or take the pushed ones."""
         if self._client_can("workspace.configuration"):
             await self.pull(folders)
             return
-        section = settings_section(settings)
+        section, problems = settings_section(settings, "didChangeConfiguration")
         for folder in folders:
-            self.client_config[folder.uri] = section
+            self.client_config[folder.uri], self.client_problems[folder.uri] = section, problems
 
     async def register(self) -> None:
         """Ask for ``didChangeConfiguration`` (clients that register it dynamically send it
