@@ -71,9 +71,24 @@ def cmd_index(args: argparse.Namespace) -> int:
         return 0
 
 
+# The search options by the request field each one fills, to name them in an error.
+SEARCH_OPTIONS = {"maxResults": "-n", "minScore": "--min-score", "query": "QUERY"}
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from .index.schema import DatabaseError
+    from .params import ParamError, parse_search
 
+    # The same parser and bounds as memory/search: `-n 0`, `--min-score 5` or `nan` were taken
+    # as given, and answered nothing, or one result, without saying why.
+    wire = {"query": args.query, "maxResults": args.n, "minScore": args.min_score}
+    wire |= {"sources": args.source, "pathPrefix": args.path, "mode": args.mode}
+    try:
+        req = parse_search(wire)
+    except ParamError as exc:
+        option = SEARCH_OPTIONS.get(exc.field, exc.field)
+        print(f"memory-ls: {option}: {exc.message}", file=sys.stderr)
+        return 2
     with _engine(args) as engine:
         # Keywords are synced first (cheap); embedding a large backlog is `memory-ls index`'s job,
         # so a search answers in milliseconds and scores not-yet-embedded chunks by keywords.
@@ -84,14 +99,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 f"memory-ls: the index could not be updated ({exc}); searching it as it is",
                 file=sys.stderr,
             )
-        resp = engine.search(
-            args.query,
-            max_results=args.n,
-            min_score=args.min_score,
-            sources=args.source or None,
-            path_prefix=args.path,
-            mode=args.mode,
-        )
+        resp = engine.search(req)
         if args.json:
             print(json.dumps(resp.to_json(engine.root), ensure_ascii=False, indent=2))
             return 0

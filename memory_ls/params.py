@@ -169,7 +169,12 @@ def _integer(low: int, high: int | None = None, default: int | None = None) -> H
     def hook(value: Any, _: Any) -> int | None:
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)  # int(NaN) and int(inf) raise with Python's words
+            or value != int(value)
+        ):
             raise ValueError(f"expected an integer, got {value!r}")
         value = int(value)
         if value < low:
