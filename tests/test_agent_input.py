@@ -1,0 +1,133 @@
+"""What agents, users and editors send memory-ls, found by probing the real CLI, MCP server and
+language server: a memory file whose name is not UTF-8, settings that hold a secret or are of
+the wrong shape, CLI search options out of bounds, NaN where an integer belongs. Each is a clear
+error or a problem named and skipped; none takes a sync down or shows a secret."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import write
+from test_server import Start, make_workspace, paths, search, start, status  # noqa: F401
+
+from memory_ls.cli import main
+from memory_ls.engine import MemoryEngine
+from memory_ls.mcp.resources import list_resources
+from memory_ls.params import MCP, ParamError, parse_get, parse_search
+from memory_ls.settings import Settings, apply
+
+# A name in bytes that are not UTF-8 (an archive from another system): Python spells it with a
+# lone surrogate, which SQLite, JSON and URIs cannot carry.
+NOT_UTF8 = os.fsdecode(b"memory/caf\xe9.md")
+
+
+def test_a_memory_file_whose_name_is_not_utf8_is_skipped_not_fatal(ws: Path, tmp_path: Path):
+    write(ws, NOT_UTF8, "# Latin-1\n\nzebra crossing\n")
+    engine = MemoryEngine(ws, Settings(provider="none"), index_path=tmp_path / "idx.sqlite")
+    try:
+        engine.sync("test")  # raised UnicodeEncodeError: nothing of the workspace was indexed
+        assert paths(engine.search("dark mode").to_json(ws)) == ["MEMORY.md"]
+        # memory:// resources listed nothing (resources/list failed as a whole)
+        assert "MEMORY.md" in [r.name for r in list_resources(engine)]
+        assert engine.workspace.classify(NOT_UTF8) is None  # a watcher's event for it too
+    finally:
+        engine.close()
+
+
+def test_index_cli_skips_a_name_that_is_not_utf8(ws: Path, tmp_path: Path, caplog):
+    write(ws, NOT_UTF8, "# Latin-1\n")
+    code = main(["index", "-w", str(ws), "--index", str(tmp_path / "i.sqlite"), "--json"])
+    assert code == 0  # was a traceback
+    assert "caf\\xe9.md: its name is not UTF-8" in caplog.text
+
+
+SECRET = "sk-proj-hunter2hunter2hunter2hunter2"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"remote": {"apiKey": [SECRET]}},
+        {"remote": {"apiKey": {"key": SECRET}}},
+        {"remote": {"headers": {"Authorization": f"Bearer {SECRET}", "X-Retries": 3}}},
+        {"rerank": {"apiKey": [SECRET]}},
+        {"sessionWriter": {"apiKey": [SECRET]}},
+        {"store": {"postgres": {"url": [f"postgresql://memory:{SECRET}@db/memory"]}}},
+    ],
+)
+def test_a_bad_secret_setting_is_named_without_its_value(data: dict):
+    """The problem goes to the status (memory_status shows it to the agent), the log and a
+    message window: it used to quote the value, key and all."""
+    problems = apply(Settings(), data)
+    assert len(problems) == 1 and "expected" in problems[0]
+    assert SECRET not in problems[0] and "hunter2" not in problems[0]
+
+
+def test_a_huge_bad_value_is_cut_in_its_problem():
+    (problem,) = apply(Settings(), {"provider": "x" * 1_000_000})
+    assert problem.startswith("provider: expected one of") and len(problem) < 1000
+
+
+@pytest.mark.parametrize(
+    ("init", "config", "expect"),
+    [
+        (["provider", "none"], None, "initializationOptions: expected an object"),
+        ("none", None, "initializationOptions: expected an object"),
+        ({"memory": [1]}, None, "initializationOptions: memory: expected an object"),
+        (None, {"memory": ["not", "a", "table"]}, "workspace/configuration: expected an object"),
+    ],
+)
+async def test_client_settings_of_the_wrong_shape_are_a_settings_problem(
+    start: Start,  # noqa: F811
+    tmp_path: Path,
+    init: object,
+    config: dict | None,
+    expect: str,
+):
+    """They were dropped without a word (or called an unknown setting ``memory``)."""
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws, init_options=init, config=config)
+    st = await status(client)
+    assert any(expect in p for p in st["settingsProblems"]), st["settingsProblems"]
+    assert [m for m in client.messages if expect in m.message]
+    assert paths(await search(client, "PostgreSQL")) == ["memory/2026-01-05.md"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (["-n", "0"], "-n: must be at least 1"),
+        (["-n", "5000"], "-n: must be at most 1000"),
+        (["--min-score", "nan"], "--min-score: expected a number"),
+        (["--min-score", "5"], "--min-score: must be between 0 and 1"),
+        (["--json", "--min-score", "inf"], "--min-score: expected a number"),
+    ],
+)
+def test_search_cli_options_out_of_bounds_are_an_error(
+    ws: Path, tmp_path: Path, capsys, args: list[str], expect: str
+):
+    """They were taken as given: `-n 0` answered one result, `--min-score 5` or `nan` none,
+    with a hint to lower the score."""
+    index = str(tmp_path / "i.sqlite")
+    code = main(["search", "dark mode", "-w", str(ws), "--index", index, *args])
+    out = capsys.readouterr()
+    assert code == 2 and expect in out.err and out.out == ""
+
+
+def test_search_cli_still_takes_good_options(ws: Path, tmp_path: Path, capsys):
+    index = str(tmp_path / "i.sqlite")
+    args = ["-n", "1", "--min-score", "0", "--source", "memory", "--path", "MEM", "--json"]
+    assert main(["search", "dark mode", "-w", str(ws), "--index", index, *args]) == 0
+    assert '"path": "MEMORY.md"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_nan_and_infinity_are_not_integers(value: float):
+    """JSON decoders that allow NaN and Infinity (Python's does) gave Python's own words:
+    ``from: cannot convert float NaN to integer``."""
+    with pytest.raises(ParamError, match="^from: expected an integer, got"):
+        parse_get({"path": "MEMORY.md", "from": value}, MCP)
+    with pytest.raises(ParamError, match="^maxResults: expected an integer, got"):
+        parse_search({"query": "x", "maxResults": value}, MCP)
