@@ -5,7 +5,12 @@ error or a problem named and skipped; none takes a sync down or shows a secret."
 
 from __future__ import annotations
 
+import json
 import os
+import queue
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -131,3 +136,51 @@ def test_nan_and_infinity_are_not_integers(value: float):
         parse_get({"path": "MEMORY.md", "from": value}, MCP)
     with pytest.raises(ParamError, match="^maxResults: expected an integer, got"):
         parse_search({"query": "x", "maxResults": value}, MCP)
+
+
+def test_a_lone_surrogate_in_an_mcp_request_gets_an_answer(ws: Path, tmp_path: Path):
+    """A JavaScript client that cuts a string inside an emoji sends "\\ud83d" alone: valid JSON,
+    not UTF-8. The SDK refused the whole line and the agent waited for its timeout."""
+    args = [sys.executable, "-m", "memory_ls", "mcp", "-w", str(ws)]
+    args += ["--index", str(tmp_path / "i.sqlite")]
+    proc = subprocess.Popen(
+        args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    answers: queue.Queue[dict] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            answers.put(json.loads(raw))
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.flush()
+
+    def answer(id_: int) -> dict:
+        while True:
+            got = answers.get(timeout=30)
+            if got.get("id") == id_:
+                return got
+
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}}
+        init["clientInfo"] = {"name": "t", "version": "1"}
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+        assert "result" in answer(1)
+        send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        call = '{"name": "memory_search", "arguments": {"query": "dark mode \\ud83d"}}'
+        send(f'{{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {call}}}')
+        got = answer(2)["result"]
+        assert not got.get("isError"), got
+        found = [r["path"] for r in got["structuredContent"]["results"]]
+        assert found == ["MEMORY.md"]
+        pair = '{"name": "memory_search", "arguments": {"query": "dark \\ud83d\\ude00 mode"}}'
+        send(f'{{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {pair}}}')
+        assert not answer(3)["result"].get("isError")  # a pair is an emoji, left as it is
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)

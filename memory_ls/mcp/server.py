@@ -7,10 +7,13 @@ spell.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
-from collections.abc import Callable
-from typing import Any
+import re
+import sys
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from typing import Any, cast
 
 import anyio
 import mcp.types as types
@@ -20,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from .. import __version__
 from ..params import ParamError
+from ..sources.sessions import no_surrogates
 from .resources import list_resources, read_resource
 from .schemas import GET_TOOL, INSTRUCTIONS, SEARCH_TOOL, STATUS_TOOL, TOOLS
 from .tools import MemoryTools
@@ -88,7 +92,46 @@ def build_server(tools: MemoryTools) -> Server[Any]:
     )
 
 
+# A surrogate code point spelled in JSON (\ud800-\udfff): a lone one makes the SDK drop the line.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return no_surrogates(value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {no_surrogates(k): _clean(v) for k, v in value.items()}
+    return value
+
+
+def clean_line(line: str) -> str:
+    """A JSON-RPC line with each lone surrogate (``"\\ud800"``: a JavaScript client cutting a
+    string inside an emoji sends one) turned into U+FFFD. The SDK's parser refuses such a line
+    whole, and the request got no answer at all: the agent waited for its timeout."""
+    if not _SURROGATE_ESCAPE.search(line):
+        return line
+    try:
+        message = json.loads(line)  # keeps lone surrogates; a pair is one character already
+    except ValueError:
+        return line  # not JSON: the SDK's to refuse
+    return json.dumps(_clean(message), ensure_ascii=False) + "\n"
+
+
+async def _clean_lines(lines: AsyncIterable[str]) -> AsyncIterator[str]:
+    async for line in lines:
+        yield clean_line(line)
+
+
 async def serve_stdio(tools: MemoryTools) -> None:
     server = build_server(tools)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    # Our own reader of stdin (the SDK's stdout side stays its own): bytes that are not UTF-8
+    # become U+FFFD as in the SDK, and lines are cleaned before the SDK parses them.
+    text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    stdin = cast("anyio.AsyncFile[str]", _clean_lines(anyio.wrap_file(text)))
+    try:
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        text.detach()  # sys.stdin's buffer is not ours to close
