@@ -135,6 +135,36 @@ def test_good_values_are_kept_next_to_bad_ones():
     assert s.sources == ["sessions"] and s.remote.headers == {"X-Team": "a"}
 
 
+def test_good_entries_of_a_list_of_tables_are_kept_next_to_bad_ones():
+    """One bad entry of sessions.roots dropped every agent's folder."""
+    s = Settings()
+    roots = [
+        {"path": "~/.claude/projects"},
+        {"path": 5},
+        {"path": "/x", "bogus": 1},
+        "not a table",
+        {"path": "/y", "globs": ["*.jsonl"], "name": "y"},
+    ]
+    problems = apply(s, {"sessions": {"roots": roots}})
+    assert problems == [
+        "sessions.roots[1].path: expected a string, got 5; ignored",
+        "sessions.roots[2].bogus: unknown setting; ignored",
+        "sessions.roots[3]: expected a table, got 'not a table'; ignored",
+    ]
+    assert [(r.path, r.globs, r.name) for r in s.sessions.roots] == [
+        ("~/.claude/projects", ["**/*.jsonl"], ""),
+        ("/y", ["*.jsonl"], "y"),
+    ]
+    assert apply(s, {"sessions": {"roots": "nope"}}) == [
+        "sessions.roots[0]: expected a table, got 'nope'; ignored"
+    ]
+    assert apply(s, {"sessions": {"roots": [{"path": 1}]}}) == [
+        "sessions.roots[0].path: expected a string, got 1; ignored"
+    ]
+    assert [r.path for r in s.sessions.roots] == ["~/.claude/projects", "/y"]  # kept as it was
+    assert apply(s, {"sessions": {"roots": []}}) == [] and s.sessions.roots == []
+
+
 def test_a_section_that_is_not_a_table_is_reported():
     s = Settings()
     assert apply(s, {"query": 5}) == ["query: expected a table, got 5"]

@@ -151,8 +151,14 @@ def apply(target: Any, data: dict[str, Any], prefix: str = "") -> list[str]:
         if spec is None:  # a section
             problems += apply(getattr(target, attr), value, f"{key}.")
             continue
+        show = _kind if spec.secret else _shown
+        if isinstance(value, list) and _table_list(hints[attr]):
+            good, bad = _good_tables(value, hints[attr], key, show)
+            problems += bad
+            if bad and not good:
+                continue  # nothing right in it: what a lower layer said stays
+            value = good
         try:
-            show = _kind if spec.secret else _shown
             coerced = _coerce(value, hints[attr], key, show)
             _check(key, coerced, spec, show)
         except ValueError as exc:
@@ -162,6 +168,26 @@ def apply(target: Any, data: dict[str, Any], prefix: str = "") -> list[str]:
     if prefix == "" and isinstance(target, Settings):
         problems += _check_together(target)
     return problems
+
+
+def _table_list(hint: Any) -> bool:
+    args = get_args(hint)
+    return get_origin(hint) is list and len(args) == 1 and dataclasses.is_dataclass(args[0])
+
+
+def _good_tables(value: list[Any], hint: Any, key: str, show: Show) -> tuple[list[Any], list[str]]:
+    """The entries of a list of tables that are right, and a problem for each other one: one
+    bad entry of `sessions.roots` used to drop every agent's folder."""
+    good, problems = [], []
+    for i, item in enumerate(value):
+        try:
+            _coerce([item], hint, f"{key}[{i}]", show)
+        except ValueError as exc:
+            message = str(exc).replace(f"{key}[{i}][0]", f"{key}[{i}]")
+            problems.append(f"{message.removesuffix(', ignored')}; ignored")
+            continue
+        good.append(item)
+    return good, problems
 
 
 def _check_together(s: Settings) -> list[str]:
