@@ -176,11 +176,11 @@ def _integer(low: int, high: int | None = None, default: int | None = None) -> H
             or value != int(value)
         ):
             raise ValueError(f"expected an integer, got {value!r}")
-        value = int(value)
+        given, value = value, int(value)  # the error says 1e+308 as sent, not in 309 digits
         if value < low:
-            raise ValueError(f"must be at least {low}, got {value}")
+            raise ValueError(f"must be at least {low}, got {given!r}")
         if high is not None and value > high:
-            raise ValueError(f"must be at most {high}, got {value}")
+            raise ValueError(f"must be at most {high}, got {given!r}")
         return value
 
     return hook

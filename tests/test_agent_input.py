@@ -184,3 +184,9 @@ def test_a_lone_surrogate_in_an_mcp_request_gets_an_answer(ws: Path, tmp_path: P
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+def test_an_out_of_range_number_is_quoted_as_sent():
+    """maxResults 1e308 was quoted back in 309 digits."""
+    with pytest.raises(ParamError, match=r"must be at most 1000, got 1e\+308$"):
+        parse_search({"query": "x", "maxResults": 1e308})
