@@ -417,9 +417,23 @@ class Indexer:
                 log.info("the index was changed by another process; reloading vectors")
                 self.vectors.invalidate()
                 self.needs_rebuild = self._meta_changed()
+                if self.buffers and not self._reapply_buffers():
+                    return  # try again on the next search
             self._data_version = version
         finally:
             self.lock.release()
+
+    def _reapply_buffers(self) -> bool:
+        """Index the editor buffers again: another process's sync (a CLI `index`, an MCP
+        server's sync before a search) indexes these files from disk, over the unsaved text.
+        Buffers it left as they were cost one hash each. False when the write failed."""
+        only = set(self.buffers)
+        try:
+            sync_keyword(self.writer, self.ctx, dict(self.buffers), SyncReport("edit"), None, only)
+        except (DatabaseError, OSError) as exc:  # a full disk, a lock held too long
+            log.warning("open documents not indexed again (%s)", exc)
+            return False
+        return True
 
     def close(self) -> None:
         self.readers.close()
