@@ -4,9 +4,22 @@ editor), and nothing outside the memory files is ever read."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from conftest import write
+from lsprotocol import types
+from test_server import (  # the harness of the server tests
+    Start,
+    capabilities,
+    eventually,
+    make_workspace,
+    paths,
+    search,
+    start,  # noqa: F401  (a fixture)
+    status,
+    uri,
+)
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.settings import Settings
@@ -31,3 +44,50 @@ def test_unsaved_text_survives_another_process_syncing_the_index(ws: Path, tmp_p
             hits = editor.search("zebra").results
             assert [h.path for h in hits] == ["memory/2026-02-01-deploy.md"], force
             assert not editor.search("Fly.io").results  # the disk text is not searched either
+
+
+async def test_a_memory_folder_moved_away_leaves_the_index(
+    start: Start,  # noqa: F811
+    tmp_path: Path,
+):
+    # The server's own watcher sees a folder moved out of the workspace as one "deleted"
+    # event for the folder, none for its notes, and ignored it: they stayed searchable.
+    ws = make_workspace(tmp_path / "ws")
+    write(ws, "memory/old/a.md", "# A\n\nThe ocelot ledger.\n")
+    write(ws, "memory/old/b.md", "# B\n\nThe ocelot invoice.\n")
+    client = await start(ws, caps=capabilities(watch=False))
+    assert (await status(client))["watch"] == "server"
+    assert len(paths(await search(client, "ocelot"))) == 2
+    shutil.move(ws / "memory" / "old", tmp_path / "archive")
+
+    async def gone() -> bool:  # status does not sync: this waits for the watcher's sync
+        return (await status(client))["files"] == 3
+
+    await eventually(gone)
+    assert not paths(await search(client, "ocelot"))
+
+
+async def test_a_deleted_folder_reported_by_the_client_leaves_the_index(
+    start: Start,  # noqa: F811
+    tmp_path: Path,
+):
+    # A client reports a deleted folder as one event for the folder (VS Code sends none for
+    # the files in it); it is not a memory file, so it was dropped and the notes stayed.
+    ws = make_workspace(tmp_path / "ws")
+    write(ws, "memory/old/a.md", "# A\n\nThe ocelot ledger.\n")
+    client = await start(ws)
+    assert paths(await search(client, "ocelot")) == ["memory/old/a.md"]
+    shutil.rmtree(ws / "memory" / "old")
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[
+                types.FileEvent(uri=uri(ws / "memory" / "old"), type=types.FileChangeType.Deleted)
+            ]
+        )
+    )
+
+    async def gone() -> bool:
+        return (await status(client))["files"] == 3
+
+    await eventually(gone)
+    assert not paths(await search(client, "ocelot"))

@@ -121,10 +121,12 @@ class Documents:
         for change in changes:
             fs = to_fs_path(change.uri)
             if fs:
-                self.fs_changed(Path(fs), False)
+                gone = change.type == types.FileChangeType.Deleted
+                self.fs_changed(Path(fs), Path(fs).is_dir(), gone=gone)
 
-    def fs_changed(self, path: Path, is_dir: bool) -> None:
-        """A file (or folder) changed on disk, seen by the client or by our watcher."""
+    def fs_changed(self, path: Path, is_dir: bool, gone: bool = False) -> None:
+        """A file (or folder) changed on disk, seen by the client or by our watcher;
+        ``gone``: deleted (then whether it was a folder cannot be asked any more)."""
         hit = self.folders.locate_path(path)
         if not hit:
             return
@@ -135,6 +137,10 @@ class Documents:
             folder.spawn(folder.sync("watch"))
         elif folder.is_memory(rel):
             folder.files_changed([rel])
+        elif gone:
+            # Not a memory file, so a folder: a client reports a deleted folder by one event
+            # for the folder, none for the files in it, which would stay in the index.
+            folder.spawn(folder.sync("watch"))
 
     # -- diagnostics ------------------------------------------------------------------------
     def schedule_diagnostics(self, uri: str, delay_ms: int | None) -> None:

@@ -113,6 +113,10 @@ class ServerWatcher:
                         if event.event_type in ("created", "moved"):
                             watcher._new_dir(root, p, wanted)
                             watcher._on_change(p, True)
+                        elif event.event_type == "deleted":
+                            # A folder moved out of the watched tree comes as this one event,
+                            # none for its files: they stayed in the index.
+                            watcher._on_change(p, True)
                     elif p.suffix in (".md", ".jsonl", ".toml"):
                         watcher._on_change(p, False)
 
