@@ -4,9 +4,12 @@ editor), and nothing outside the memory files is ever read."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
 from pathlib import Path
 
+import pytest
 from conftest import write
 from lsprotocol import types
 from test_server import (  # the harness of the server tests
@@ -23,6 +26,7 @@ from test_server import (  # the harness of the server tests
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.settings import Settings
+from memory_ls.workspace import MemoryFile
 
 
 def keyword(ws: Path, idx: Path) -> MemoryEngine:
@@ -91,3 +95,56 @@ async def test_a_deleted_folder_reported_by_the_client_leaves_the_index(
 
     await eventually(gone)
     assert not paths(await search(client, "ocelot"))
+
+
+def test_a_note_replaced_by_a_symlink_during_a_sync_is_not_read_through_it(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # The walk skips symlinks, but the file was then stat'ed and read by name, following a
+    # symlink put there after the walk: a file outside the workspace got indexed as the note.
+    secret = write(tmp_path, "outside/secret.txt", "The vault combination is 31-17-42 okapi.\n")
+    note = ws / "memory" / "2026-02-01-deploy.md"
+    with keyword(ws, tmp_path / "i.sqlite") as e:
+        e.sync()
+        walk = e.workspace.discover
+
+        def discover_then_swap() -> list[MemoryFile]:
+            found = walk()
+            note.unlink()
+            note.symlink_to(secret)
+            return found
+
+        monkeypatch.setattr(e.workspace, "discover", discover_then_swap)
+        e.sync()
+        assert not e.search("okapi").results
+        monkeypatch.undo()
+        e.sync()
+        assert not e.search("okapi").results
+        assert "memory/2026-02-01-deploy.md" not in {h.path for h in e.search("Deploys").results}
+
+
+def test_a_note_replaced_by_a_fifo_during_a_sync_does_not_hang_it(ws: Path, tmp_path: Path):
+    # Reading a FIFO by name blocks until something writes to it: the sync, holding the
+    # index writer (and the server's edit lane), waited forever.
+    note = ws / "memory" / "2026-02-01-deploy.md"
+    with keyword(ws, tmp_path / "i.sqlite") as e:
+        e.sync()
+        walk = e.workspace.discover
+
+        def discover_then_swap() -> list[MemoryFile]:
+            found = walk()
+            note.unlink()
+            os.mkfifo(note)
+            return found
+
+        e.workspace.discover = discover_then_swap  # type: ignore[method-assign]
+        done: list[object] = []
+        worker = threading.Thread(target=lambda: done.append(e.sync()), daemon=True)
+        worker.start()
+        worker.join(30)  # milliseconds when it works; a stuck open() never returns
+        hung = worker.is_alive()
+        if hung:  # a writer end lets it go
+            os.close(os.open(note, os.O_WRONLY | os.O_NONBLOCK))
+            worker.join()
+        assert not hung and done
+        assert "memory/2026-02-01-deploy.md" not in {h.path for h in e.search("Deploys").results}

@@ -9,6 +9,7 @@ anywhere (a kill -9, an edit, a shutdown) and resumed without losing what was pa
 from __future__ import annotations
 
 import logging
+import stat
 import time
 
 from ..sources import SourceError
@@ -79,8 +80,11 @@ def _sync_one(store, ctx, mf: MemoryFile, state, overlay: str | None, report: Sy
         index_document(store, ctx, mf, data, time.time(), report)
         return
     try:
-        st = mf.abs_path.stat()
+        st = mf.abs_path.lstat()
     except FileNotFoundError:  # deleted while we looked
+        st = None
+    if st is None or not stat.S_ISREG(st.st_mode):
+        # Gone, or replaced since the walk by what is not memory (a symlink, a folder).
         if state:
             remove_file(store, ctx, mf.path)
             report.removed += 1

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ..chunking import Chunk, chunk_lines
 from ..sources import SourceError
 from ..sources.dates import file_date
-from ..sources.markdown import content_hash
+from ..sources.markdown import content_hash, open_regular
 from ..sources.sessions import ANCHOR_BYTES, anchor, anchor_windows, render_segment
 from ..workspace import MemoryFile
 from .backend import IndexBackend
@@ -77,7 +77,7 @@ class TailState:
 
 
 def _open(path):  # a seam for tests that count the bytes a sync reads
-    return path.open("rb")
+    return open_regular(path)  # never through a symlink put there since the walk
 
 
 def sync_transcript(store, ctx, mf: MemoryFile, st, state, report: SyncReport) -> None:

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Literal
 from ..redact import redact
 from . import formats
 from .formats.common import ASSISTANT, CONTROL, RESULT, SUMMARY, USER
-from .markdown import SourceText
+from .markdown import SourceError, SourceText, open_regular
 
 log = logging.getLogger(__name__)
 
@@ -236,9 +236,9 @@ def sync_action(
     if grown >= delta_bytes or now - mtime >= IDLE_FLUSH_SECONDS:
         return "index"
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             fh.seek(indexed_size)
             tail = fh.read(grown)
-    except OSError:
+    except (OSError, SourceError):
         return "index"  # let the normal path report the problem
     return "index" if count_messages(tail) >= delta_messages else "wait"
