@@ -406,9 +406,9 @@ class Indexer:
                     remove_file(self.writer, self.ctx, mf.path)
 
     def notice_other_writers(self) -> None:
-        """Drop the in-memory vectors when another process (a CLI `index`, an MCP server)
-        committed to this index: they follow only this engine's own writes. The writer
-        connection's data_version moves only on other connections' commits."""
+        """Drop the in-memory vectors (they follow only this engine's writes) and index the
+        buffers again when another process (a CLI `index`, an MCP server) committed to this
+        index: the writer connection's data_version moves only on others' commits."""
         if not self.lock.acquire(blocking=False):
             return  # we are writing ourselves; check on the next search
         try:
@@ -418,18 +418,17 @@ class Indexer:
                 self.vectors.invalidate()
                 self.needs_rebuild = self._meta_changed()
                 if self.buffers and not self._reapply_buffers():
-                    return  # try again on the next search
+                    return  # the version stays unseen: the next search tries again
             self._data_version = version
         finally:
             self.lock.release()
 
     def _reapply_buffers(self) -> bool:
-        """Index the editor buffers again: another process's sync (a CLI `index`, an MCP
-        server's sync before a search) indexes these files from disk, over the unsaved text.
-        Buffers it left as they were cost one hash each. False when the write failed."""
-        only = set(self.buffers)
+        """The other process's sync indexed the buffers' files from disk, over the unsaved
+        text. One hash a buffer it left alone; False when the write failed."""
+        buffers = dict(self.buffers)
         try:
-            sync_keyword(self.writer, self.ctx, dict(self.buffers), SyncReport("edit"), None, only)
+            sync_keyword(self.writer, self.ctx, buffers, SyncReport("edit"), None, set(buffers))
         except (DatabaseError, OSError) as exc:  # a full disk, a lock held too long
             log.warning("open documents not indexed again (%s)", exc)
             return False
