@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,29 @@ def test_a_note_replaced_by_a_fifo_during_a_sync_does_not_hang_it(ws: Path, tmp_
             worker.join()
         assert not hung and done
         assert "memory/2026-02-01-deploy.md" not in {h.path for h in e.search("Deploys").results}
+
+
+def test_a_same_size_rewrite_within_the_mtime_tick_is_indexed(tmp_path: Path):
+    """A note rewritten at the same size within the tick of its mtime, right after a sync read
+    it, matched what was read (mtime and size) and was never indexed again."""
+    root = tmp_path / "ws"
+    write(root, "memory/counter.md", "# Counter\n\nvalue alpha\n")
+    note = root / "memory/counter.md"
+    engine = MemoryEngine(root, Settings(provider="none"), index_path=tmp_path / "i.sqlite")
+    try:
+        engine.sync("test")
+        stamp = note.stat().st_mtime_ns
+        note.write_text("# Counter\n\nvalue omega\n")  # same size
+        os.utime(note, ns=(stamp, stamp))  # within the same tick
+        engine.sync("test")
+        assert [h.path for h in engine.search("omega").results] == ["memory/counter.md"]
+        assert engine.search("alpha").results == []
+        # Once the change is older than a tick could be, its mtime is kept as it is, and the
+        # next syncs match it without reading the file.
+        os.utime(note, (time.time() - 10, time.time() - 10))
+        engine.sync("test")
+        with engine.indexer.reader() as store:
+            kept = store.file_states(["memory/counter.md"])["memory/counter.md"]
+        assert kept.mtime == note.stat().st_mtime
+    finally:
+        engine.close()

@@ -18,7 +18,14 @@ from ..sources.sessions import sync_action as session_sync_action
 from ..workspace import MemoryFile
 from .backend import IndexBackend
 from .transcripts import sync_transcript
-from .writes import IndexContext, Progress, SyncReport, index_document, remove_file
+from .writes import (
+    IndexContext,
+    Progress,
+    SyncReport,
+    index_document,
+    recorded_mtime,
+    remove_file,
+)
 
 __all__ = [
     "IndexContext",
@@ -125,7 +132,7 @@ def _sync_one(store, ctx, mf: MemoryFile, state, overlay: str | None, report: Sy
             remove_file(store, ctx, mf.path)
         return
     if state and state.hash == content_hash(data):
-        store.touch_file(mf.path, st.st_mtime, st.st_size)
+        store.touch_file(mf.path, recorded_mtime(st.st_mtime), st.st_size)
         report.unchanged += 1
         return
     index_document(store, ctx, mf, data, st.st_mtime, report)

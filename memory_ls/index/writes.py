@@ -96,7 +96,7 @@ def index_document(
         mf.path,
         mf.source,
         content_hash(data),
-        mtime,
+        recorded_mtime(mtime),
         len(data),
         d.isoformat() if d else None,
         len(lines),
@@ -105,6 +105,19 @@ def index_document(
     )
     report.indexed += 1
     vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])
+
+
+# A file changed this recently may change again within the same tick of its mtime (a few
+# milliseconds on ext4, a second or two on some file systems) with the same size: then its
+# mtime and size would match what was read, and the change would never be indexed.
+RACY_S = 2.0
+
+
+def recorded_mtime(mtime: float) -> float:
+    """The mtime to keep for a file just read: a change that recent is kept as one that
+    cannot match (its negation), so the next sync reads the file again (its hash spares the
+    re-indexing when nothing changed), as git does with racily clean entries."""
+    return mtime if time.time() - mtime >= RACY_S else -mtime
 
 
 def file_text(src: SourceText) -> FileText:
