@@ -4,6 +4,7 @@ editor), and nothing outside the memory files is ever read."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import threading
@@ -96,6 +97,30 @@ async def test_a_deleted_folder_reported_by_the_client_leaves_the_index(
 
     await eventually(gone)
     assert not paths(await search(client, "ocelot"))
+
+
+async def test_a_note_written_into_a_folder_the_client_reports_as_made_is_indexed(
+    start: Start,  # noqa: F811
+    tmp_path: Path,
+):
+    # `mkdir -p` then a write, as agents do: the client reports the folder (its watcher for
+    # the new folder starts after the note is there) and nothing for the note.
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    made = ws / "memory" / "projects" / "new"
+    made.mkdir(parents=True)
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=uri(made), type=types.FileChangeType.Created)]
+        )
+    )
+    await asyncio.sleep(0.5)  # the folder's first sync has run: the note comes after it
+    write(ws, "memory/projects/new/plan.md", "# Plan\n\nThe axolotl rollout.\n")
+
+    async def found() -> bool:
+        return paths(await search(client, "axolotl")) == ["memory/projects/new/plan.md"]
+
+    await eventually(found)
 
 
 def test_a_note_replaced_by_a_symlink_during_a_sync_is_not_read_through_it(

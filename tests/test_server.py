@@ -375,8 +375,13 @@ async def test_external_write_via_client_watcher(start: Start, tmp_path: Path) -
     client = await start(ws)
     regs = [r for r in client.registrations if r.method == "workspace/didChangeWatchedFiles"]
     assert regs, client.registrations
-    globs = [w["globPattern"]["pattern"] for w in regs[0].register_options["watchers"]]
+    watchers = regs[0].register_options["watchers"]
+    globs = [w["globPattern"]["pattern"] for w in watchers if "kind" not in w]
     assert {"MEMORY.md", "memory/**/*.md"} <= set(globs)
+    # Folders made and deleted too: a client may report one event for the folder, none for
+    # its files (Create 1 | Delete 4).
+    folders = [w["globPattern"]["pattern"] for w in watchers if w.get("kind") == 5]
+    assert folders == ["memory", "memory/**"]
 
     new = write(ws, "memory/agent-note.md", "# Agent\n\nThe narwhal cache was flushed.\n")
     client.workspace_did_change_watched_files(

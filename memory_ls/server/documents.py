@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 DIAGNOSTICS_DELAY_MS = 300  # after an edit in a document outside every folder
 REFRESH_DELAY_MS = 500  # other documents, after an edit or a sync that may fix their citations
+NEW_FOLDER_RESYNC_S = 2.0  # a folder the client reports as made is synced again after this
 
 
 def buffer_text(ls: LanguageServer, uri: str) -> str | None:
@@ -120,9 +121,18 @@ class Documents:
     def watched_files_changed(self, changes: Sequence[types.FileEvent]) -> None:
         for change in changes:
             fs = to_fs_path(change.uri)
-            if fs:
-                gone = change.type == types.FileChangeType.Deleted
-                self.fs_changed(Path(fs), Path(fs).is_dir(), gone=gone)
+            if not fs:
+                continue
+            path = Path(fs)
+            gone = change.type == types.FileChangeType.Deleted
+            is_dir = not gone and path.is_dir()
+            self.fs_changed(path, is_dir, gone=gone)
+            if is_dir and change.type == types.FileChangeType.Created:
+                # A note written into a folder the moment it is made (`mkdir -p` then a write,
+                # as agents do) comes before the client watches the folder: no event for it.
+                asyncio.get_running_loop().call_later(
+                    NEW_FOLDER_RESYNC_S, self.fs_changed, path, True
+                )
 
     def fs_changed(self, path: Path, is_dir: bool, gone: bool = False) -> None:
         """A file (or folder) changed on disk, seen by the client or by our watcher;

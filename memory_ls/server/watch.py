@@ -52,6 +52,19 @@ def memory_globs(settings: Settings) -> list[str]:
     return list(dict.fromkeys(globs))
 
 
+def folder_globs(globs: list[str]) -> list[str]:
+    """The folders that hold memory files by a ``**`` glob, themselves and every folder below
+    them, watched for being made and deleted: a client reports a deleted folder by one event
+    for the folder (VS Code may send none for the files in it, which match the file globs),
+    and misses a note written into a folder the moment it is made."""
+    out: list[str] = []
+    for glob in globs:
+        prefix = _static_prefix(glob)
+        if prefix and "**" in glob:
+            out += [prefix, f"{prefix}/**"]
+    return list(dict.fromkeys(out))
+
+
 def _static_prefix(glob: str) -> str:
     """The folder part of a glob before its first wildcard (``a/b/*.jsonl`` -> ``a/b``)."""
     fixed: list[str] = []
@@ -214,13 +227,17 @@ class Watching:
         for folder in self.folders:
             if not folder.settings.sync.watch:
                 continue
-            for glob in memory_globs(folder.settings):
+            globs = memory_globs(folder.settings)
+            made_or_gone = types.WatchKind.Create | types.WatchKind.Delete
+            for glob, kind in [(g, None) for g in globs] + [
+                (g, made_or_gone) for g in folder_globs(globs)
+            ]:
                 pattern: Any = (
                     types.RelativePattern(base_uri=folder.uri, pattern=glob)
                     if relative
                     else f"**/{glob}"
                 )
-                watchers.append(types.FileSystemWatcher(glob_pattern=pattern))
+                watchers.append(types.FileSystemWatcher(glob_pattern=pattern, kind=kind))
             if relative:  # sessions.roots lie outside the folder: only a base URI reaches them
                 for r in folder.workspace.roots.values():
                     base = r.folder.as_uri()

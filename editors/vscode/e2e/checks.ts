@@ -1,6 +1,8 @@
 // The checks, each done the way a user would in the real workbench.
 
 import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 
 import { Locator } from 'playwright-core';
 
@@ -10,6 +12,8 @@ export interface Context {
   wb: Workbench;
   /** Search is hybrid (the test model is there), else keyword-only. */
   hybrid: boolean;
+  /** The workspace folder on disk, for what an agent writes or deletes outside the editor. */
+  workspace: string;
 }
 
 export interface Check {
@@ -213,6 +217,33 @@ export const CHECKS: Check[] = [
       const row = await searchFor(wb, 'Zephyrine chaos drills', 'memory/people.md');
       assert.match(await row.innerText(), /Zephyrine/);
       assert.equal(await wb.page.locator('.tab.dirty').count(), 1, 'the note is still unsaved');
+    },
+  },
+  {
+    name: 'a note an agent writes into a new folder is found, and leaves with the folder',
+    async run({ wb, workspace }) {
+      // An agent makes a folder and writes a note in it at once (VS Code watches the folder
+      // only after the note is there), then deletes the folder: VS Code may report the
+      // folder alone, no event for the notes in it. The query also finds a note that stays,
+      // so a list without the deleted one is an answer, not a search still running.
+      const folder = path.join(workspace, 'memory', 'scratch-agent');
+      const note = 'memory/scratch-agent/plan.md';
+      fs.mkdirSync(folder, { recursive: true }); // and the note at once, as agents do
+      fs.writeFileSync(path.join(workspace, note), '# Plan\n\nThe okapi migration starts on Monday.\n');
+      await searchFor(wb, 'okapi Redis', note);
+      await wb.page.keyboard.press('Escape');
+      fs.rmSync(folder, { recursive: true });
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        await searchFor(wb, 'okapi Redis', 'memory/people.md');
+        const left = await wb.row(`${note}:`).count();
+        await wb.page.keyboard.press('Escape');
+        if (left === 0) {
+          break;
+        }
+        assert.ok(Date.now() < deadline, 'the deleted note is still found after 20 s');
+        await wb.page.waitForTimeout(500);
+      }
     },
   },
   {

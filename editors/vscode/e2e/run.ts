@@ -113,7 +113,7 @@ async function main(): Promise<number> {
     try {
       instance = await launch(parts, name, withServer, prepared);
       for (const check of checks) {
-        await results.run(check, { wb: instance.wb, hybrid }, instance);
+        await results.run(check, { wb: instance.wb, hybrid, workspace: instance.workspace }, instance);
       }
     } catch (error) {
       results.broken(`starting the workbench (${name})`, error);
