@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -50,6 +52,44 @@ def test_unsaved_text_survives_another_process_syncing_the_index(ws: Path, tmp_p
             hits = editor.search("zebra").results
             assert [h.path for h in hits] == ["memory/2026-02-01-deploy.md"], force
             assert not editor.search("Fly.io").results  # the disk text is not searched either
+
+
+HOLD_WRITE_LOCK = """
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("UPDATE meta SET value = value")  # a commit the engine sees as another writer's
+c.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+time.sleep(30)
+"""
+
+
+def test_a_search_is_not_held_by_another_process_holding_the_write_lock(ws: Path, tmp_path: Path):
+    # Seeing another process's commit, a search indexed the open buffers again in a write
+    # transaction, even when the index held their text already, and waited out the other
+    # process's write lock (SQLite's 30 s busy timeout) instead of the search's budget.
+    idx = tmp_path / "i.sqlite"
+    with keyword(ws, idx) as editor:
+        editor.sync()
+        assert editor.set_document("memory/2026-02-01-deploy.md", "# Deploy\n\nThe zebra plan.\n")
+        editor.search("zebra")
+        for stale in (False, True):
+            if stale:  # the disk text over the buffer's, as another process's sync writes it
+                with keyword(ws, idx) as other:
+                    other.sync(force=True)
+            holder = subprocess.Popen(
+                [sys.executable, "-c", HOLD_WRITE_LOCK, str(idx)], stdout=subprocess.PIPE
+            )
+            try:
+                assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+                editor.search("zebra")
+                assert holder.poll() is None  # answered while the lock is still held
+            finally:
+                holder.kill()
+                holder.wait()
+        # The lock gone, the next search puts the buffer back.
+        hits = editor.search("zebra").results
+        assert [h.path for h in hits] == ["memory/2026-02-01-deploy.md"]
 
 
 async def test_a_memory_folder_moved_away_leaves_the_index(
@@ -200,3 +240,15 @@ def test_a_same_size_rewrite_within_the_mtime_tick_is_indexed(tmp_path: Path):
         assert kept.mtime == note.stat().st_mtime
     finally:
         engine.close()
+
+
+def test_only_a_deleted_path_that_held_notes_is_worth_a_sync(ws: Path, tmp_path: Path):
+    # Deleted paths under memory/ that are not notes: a folder of notes (sync), or an editor's
+    # scratch file made and deleted on every save (vim's 4913, a.md~, .a.md.swp: no sync).
+    write(ws, "memory/old/a.md", "# A\n\nThe ocelot ledger.\n")
+    with keyword(ws, tmp_path / "i.sqlite") as engine:
+        engine.sync()
+        assert engine.holds_below("memory/old") and engine.holds_below("memory/old/")
+        assert engine.holds_below("memory")
+        for scratch in ("memory/4913", "memory/old/a.md~", "memory/old/.a.md.swp", "memory/ol"):
+            assert not engine.holds_below(scratch), scratch

@@ -167,8 +167,15 @@ def test_good_entries_of_a_list_of_tables_are_kept_next_to_bad_ones():
 
 def test_a_section_that_is_not_a_table_is_reported():
     s = Settings()
-    assert apply(s, {"query": 5}) == ["query: expected a table, got 5"]
+    assert apply(s, {"query": 5}) == ["query: expected a table, got a number"]
     assert s.query == Settings().query
+    # A section given as a string may be the secret itself: never quoted.
+    url = "postgresql://memory:hunter2@db/memory"
+    problems = apply(s, {"store": {"postgres": url}, "remote": "sk-live-abcdef"})
+    assert problems == [
+        "store.postgres: expected a table, got a string",
+        "remote: expected a table, got a string",
+    ]
 
 
 def test_rules_between_settings():

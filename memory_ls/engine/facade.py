@@ -270,6 +270,13 @@ class MemoryEngine:
                 raise
             return FileLines.of(*team, remote=True)
 
+    def holds_below(self, folder: str) -> bool:
+        """Whether the index holds a file below ``folder`` (workspace-relative): a deleted path
+        that is not a memory file is a folder of notes, or an editor's scratch file."""
+        prefix = folder.rstrip("/") + "/"
+        with self.indexer.reader() as r:
+            return any(p.startswith(prefix) for p in r.file_states())
+
     def status(self) -> dict[str, Any]:
         ix = self.indexer
         with ix.reader() as r:

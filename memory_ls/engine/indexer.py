@@ -33,6 +33,7 @@ from ..index.sync import (
     Progress,
     SyncReport,
     index_document,
+    reindex_buffers,
     remove_file,
     sync_keyword,
 )
@@ -424,11 +425,10 @@ class Indexer:
             self.lock.release()
 
     def _reapply_buffers(self) -> bool:
-        """The other process's sync indexed the buffers' files from disk, over the unsaved
-        text. One hash a buffer it left alone; False when the write failed."""
-        buffers = dict(self.buffers)
+        """The buffers again, over another process's disk text; False when that failed."""
+        wait_ms = self.settings.sync.search_budget_ms
         try:
-            sync_keyword(self.writer, self.ctx, buffers, SyncReport("edit"), None, set(buffers))
+            reindex_buffers(self.writer, self.ctx, dict(self.buffers), wait_ms)
         except (DatabaseError, OSError) as exc:  # a full disk, a lock held too long
             log.warning("open documents not indexed again (%s)", exc)
             return False

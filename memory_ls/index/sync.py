@@ -136,3 +136,25 @@ def _sync_one(store, ctx, mf: MemoryFile, state, overlay: str | None, report: Sy
         report.unchanged += 1
         return
     index_document(store, ctx, mf, data, st.st_mtime, report)
+
+
+def reindex_buffers(store, ctx: IndexContext, buffers: dict[str, str], wait_ms: int) -> None:
+    """Index the open buffers again after another process's sync wrote their files' disk text
+    over them: only those whose text the index does not hold, waiting at most ``wait_ms`` for
+    another process's write lock (a search waits on this; raises DatabaseError past it)."""
+    states = store.file_states(list(buffers))
+    stale = {
+        path: text
+        for path, text in buffers.items()
+        if (s := states.get(path)) is None
+        or s.hash != content_hash(text.encode("utf-8", "surrogatepass"))
+    }
+    if not stale:
+        return
+    conn = store.conn
+    (old,) = conn.execute("PRAGMA busy_timeout").fetchone()
+    conn.execute(f"PRAGMA busy_timeout={max(0, int(wait_ms))}")
+    try:
+        sync_keyword(store, ctx, stale, SyncReport("edit"), None, set(stale))
+    finally:
+        conn.execute(f"PRAGMA busy_timeout={int(old)}")

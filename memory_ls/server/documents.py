@@ -17,7 +17,7 @@ from .citations import Citations
 from .folders import Folders
 from .text_document import learn_lines
 from .watch import SETTINGS_FILE
-from .workers import Folder
+from .workers import Folder, FolderUnavailable
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
@@ -148,9 +148,19 @@ class Documents:
         elif folder.is_memory(rel):
             folder.files_changed([rel])
         elif gone:
-            # Not a memory file, so a folder: a client reports a deleted folder by one event
-            # for the folder, none for the files in it, which would stay in the index.
-            folder.spawn(folder.sync("watch"))
+            # A client reports a deleted folder by one event for the folder, none for the files
+            # in it, which would stay in the index; an editor's scratch files (vim's `4913`,
+            # `a.md~`) come and go on every save and hold nothing.
+            folder.spawn(self._sync_if_held(folder, rel))
+
+    async def _sync_if_held(self, folder: Folder, rel: str) -> None:
+        try:
+            async with folder.use() as engine:
+                held = await folder.read(engine.holds_below, rel)
+        except FolderUnavailable:
+            return
+        if held:
+            await folder.sync("watch")
 
     # -- diagnostics ------------------------------------------------------------------------
     def schedule_diagnostics(self, uri: str, delay_ms: int | None) -> None:

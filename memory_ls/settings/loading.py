@@ -138,7 +138,8 @@ def apply(target: Any, data: dict[str, Any], prefix: str = "") -> list[str]:
     """Merge a camelCase mapping into a settings dataclass in place; return problems found."""
     problems: list[str] = []
     if not isinstance(data, dict):
-        return [f"{prefix.rstrip('.') or 'settings'}: expected a table, got {_shown(data)}"]
+        # By kind only: a section may hold a secret (`store.postgres = "postgresql://u:pw@…"`).
+        return [f"{prefix.rstrip('.') or 'settings'}: expected a table, got {_kind(data)}"]
     hints = get_type_hints(type(target))
     fields = {f.name: f for f in dataclasses.fields(target)}
     for raw_key, value in data.items():
