@@ -14,6 +14,7 @@ from pygls.workspace import Workspace
 from pygls.workspace.position_codec import PositionCodec
 from pygls.workspace.text_document import TextDocument
 
+from memory_ls.server import text_document
 from memory_ls.server.text_document import (
     MemoryTextDocument,
     learn_lines,
@@ -72,7 +73,9 @@ def test_random_edits_match_pygls(encoding: types.PositionEncodingKind) -> None:
         assert (ours.source, list(ours.lines)) == (theirs.source, list(theirs.lines))
 
 
-def test_line_starts_are_splitlines() -> None:
+@pytest.mark.parametrize("piece", [1 << 18, 5, 1])
+def test_line_starts_are_splitlines(piece: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(text_document, "PIECE", piece)  # split a few characters at a time
     rng = random.Random(7)
     for _ in range(500):
         text = random_text(rng, rng.randint(0, 30))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import re
-import sys
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any, cast
 
@@ -127,11 +127,18 @@ async def _clean_lines(lines: AsyncIterable[str]) -> AsyncIterator[str]:
 async def serve_stdio(tools: MemoryTools) -> None:
     server = build_server(tools)
     # Our own reader of stdin (the SDK's stdout side stays its own): bytes that are not UTF-8
-    # become U+FFFD as in the SDK, and lines are cleaned before the SDK parses them.
-    text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    # become U+FFFD as in the SDK, and lines are cleaned before the SDK parses them. The wire
+    # is read from a copy of fd 0, and fd 0 points at the null device meanwhile, as the SDK
+    # does for its own reader: a child process must not read the client's messages.
+    wire = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    text = io.TextIOWrapper(os.fdopen(wire, "rb"), encoding="utf-8", errors="replace")
     stdin = cast("anyio.AsyncFile[str]", _clean_lines(anyio.wrap_file(text)))
     try:
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
     finally:
-        text.detach()  # sys.stdin's buffer is not ours to close
+        os.dup2(wire, 0)
+        text.close()
