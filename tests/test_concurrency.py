@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,17 @@ def test_a_search_is_not_held_by_another_process_holding_the_write_lock(ws: Path
         assert [h.path for h in hits] == ["memory/2026-02-01-deploy.md"]
 
 
+async def left_the_index(client, word: str) -> None:
+    """Until the workspace's three notes alone are indexed (status does not sync: this waits
+    for the sync a watcher's event starts), then ``word`` finds nothing."""
+
+    async def gone() -> bool:
+        return (await status(client))["files"] == 3
+
+    await eventually(gone)
+    assert not paths(await search(client, word))
+
+
 async def test_a_memory_folder_moved_away_leaves_the_index(
     start: Start,  # noqa: F811
     tmp_path: Path,
@@ -105,12 +117,7 @@ async def test_a_memory_folder_moved_away_leaves_the_index(
     assert (await status(client))["watch"] == "server"
     assert len(paths(await search(client, "ocelot"))) == 2
     shutil.move(ws / "memory" / "old", tmp_path / "archive")
-
-    async def gone() -> bool:  # status does not sync: this waits for the watcher's sync
-        return (await status(client))["files"] == 3
-
-    await eventually(gone)
-    assert not paths(await search(client, "ocelot"))
+    await left_the_index(client, "ocelot")
 
 
 async def test_a_deleted_folder_reported_by_the_client_leaves_the_index(
@@ -131,12 +138,7 @@ async def test_a_deleted_folder_reported_by_the_client_leaves_the_index(
             ]
         )
     )
-
-    async def gone() -> bool:
-        return (await status(client))["files"] == 3
-
-    await eventually(gone)
-    assert not paths(await search(client, "ocelot"))
+    await left_the_index(client, "ocelot")
 
 
 async def test_a_note_written_into_a_folder_the_client_reports_as_made_is_indexed(
@@ -163,6 +165,22 @@ async def test_a_note_written_into_a_folder_the_client_reports_as_made_is_indexe
     await eventually(found)
 
 
+def swap_after_walk(
+    e: MemoryEngine, note: Path, swap: Callable[[], object]
+) -> Callable[[], list[MemoryFile]]:
+    """The workspace's walk, then ``note`` deleted and ``swap`` put in its place: what a sync
+    finds when the file changes between the walk and the read."""
+    walk = e.workspace.discover
+
+    def discover_then_swap() -> list[MemoryFile]:
+        found = walk()
+        note.unlink()
+        swap()
+        return found
+
+    return discover_then_swap
+
+
 def test_a_note_replaced_by_a_symlink_during_a_sync_is_not_read_through_it(
     ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
@@ -172,15 +190,8 @@ def test_a_note_replaced_by_a_symlink_during_a_sync_is_not_read_through_it(
     note = ws / "memory" / "2026-02-01-deploy.md"
     with keyword(ws, tmp_path / "i.sqlite") as e:
         e.sync()
-        walk = e.workspace.discover
-
-        def discover_then_swap() -> list[MemoryFile]:
-            found = walk()
-            note.unlink()
-            note.symlink_to(secret)
-            return found
-
-        monkeypatch.setattr(e.workspace, "discover", discover_then_swap)
+        swapped = swap_after_walk(e, note, lambda: note.symlink_to(secret))
+        monkeypatch.setattr(e.workspace, "discover", swapped)
         e.sync()
         assert not e.search("okapi").results
         monkeypatch.undo()
@@ -195,15 +206,8 @@ def test_a_note_replaced_by_a_fifo_during_a_sync_does_not_hang_it(ws: Path, tmp_
     note = ws / "memory" / "2026-02-01-deploy.md"
     with keyword(ws, tmp_path / "i.sqlite") as e:
         e.sync()
-        walk = e.workspace.discover
-
-        def discover_then_swap() -> list[MemoryFile]:
-            found = walk()
-            note.unlink()
-            os.mkfifo(note)
-            return found
-
-        e.workspace.discover = discover_then_swap  # type: ignore[method-assign]
+        swapped = swap_after_walk(e, note, lambda: os.mkfifo(note))
+        e.workspace.discover = swapped  # type: ignore[method-assign]
         done: list[object] = []
         worker = threading.Thread(target=lambda: done.append(e.sync()), daemon=True)
         worker.start()
