@@ -6,11 +6,20 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest_asyncio
 from lsprotocol import types
 from test_server import Start, make_workspace, open_doc, request, search, start  # noqa: F401
 
 from memory_ls.search.citations import find_citations
+
+
+@pytest_asyncio.fixture
+async def keyword_server(start: Start, tmp_path: Path) -> tuple[Path, Any]:  # noqa: F811
+    """The test workspace and a keyword-only language server on it."""
+    ws = make_workspace(tmp_path / "ws")
+    return ws, await start(ws, init_options={"provider": "none"})
 
 
 async def timed_search(client, query: str) -> float:
@@ -31,13 +40,11 @@ async def link_targets(client, u: str) -> list[str]:
 
 
 async def test_a_long_line_with_a_citation_does_not_freeze_the_server(
-    start: Start,  # noqa: F811
-    tmp_path: Path,
+    keyword_server: tuple[Path, Any],
 ) -> None:
     # Each position of a run of path characters used to rescan the run: a 60 KB line froze
     # the server 19 s, this one would have for hours (diagnostics scan the text on the loop).
-    ws = make_workspace(tmp_path / "ws")
-    client = await start(ws, init_options={"provider": "none"})
+    ws, client = keyword_server
     line = "a" * 2_000_000 + " memory/nowhere.md#L3 and memory/2026-01-05.md#L5-L6"
     u = open_doc(client, ws / "notes" / "long.md", line + "\n")
     await asyncio.sleep(0.5)  # the diagnostics of the open run now
@@ -51,12 +58,10 @@ async def test_a_long_line_with_a_citation_does_not_freeze_the_server(
 
 
 async def test_a_line_number_of_thousands_of_digits_cites_nothing(
-    start: Start,  # noqa: F811
-    tmp_path: Path,
+    keyword_server: tuple[Path, Any],
 ) -> None:
     # int() refuses 4,301 digits: the ValueError failed the document's links and diagnostics.
-    ws = make_workspace(tmp_path / "ws")
-    client = await start(ws, init_options={"provider": "none"})
+    ws, client = keyword_server
     text = f"memory/2026-01-05.md#L{'9' * 5000} then MEMORY.md#L3\n"
     assert [c for *_, c in find_citations(text)] == [c for *_, c in find_citations("MEMORY.md#L3")]
     u = open_doc(client, ws / "notes" / "digits.md", text)
@@ -81,13 +86,9 @@ def test_find_citations_is_linear_and_unchanged() -> None:
     assert time.monotonic() - t0 < 10  # was about 100 s per 100,000 characters, squared
 
 
-async def test_document_symbols_of_100000_headings(
-    start: Start,  # noqa: F811
-    tmp_path: Path,
-) -> None:
+async def test_document_symbols_of_100000_headings(keyword_server: tuple[Path, Any]) -> None:
     # A scan ahead per heading (quadratic) on the event loop: 20 s, searches waited.
-    ws = make_workspace(tmp_path / "ws")
-    client = await start(ws, init_options={"provider": "none"})
+    ws, client = keyword_server
     text = "".join(f"# Part {i}\n\n## Detail {i}\n\ntext\n" for i in range(50_000))
     u = open_doc(client, ws / "notes" / "headings.md", text)
     symbols = asyncio.ensure_future(
