@@ -138,7 +138,7 @@ def test_nan_and_infinity_are_not_integers(value: float):
         parse_search({"query": "x", "maxResults": value}, MCP)
 
 
-def test_a_lone_surrogate_in_an_mcp_request_gets_an_answer(ws: Path, tmp_path: Path):
+def test_a_lone_surrogate_or_a_malformed_mcp_line_gets_an_answer(ws: Path, tmp_path: Path):
     """A JavaScript client that cuts a string inside an emoji sends "\\ud83d" alone: valid JSON,
     not UTF-8. The SDK refused the whole line and the agent waited for its timeout."""
     args = [sys.executable, "-m", "memory_ls", "mcp", "-w", str(ws)]
@@ -181,6 +181,18 @@ def test_a_lone_surrogate_in_an_mcp_request_gets_an_answer(ws: Path, tmp_path: P
         pair = '{"name": "memory_search", "arguments": {"query": "dark \\ud83d\\ude00 mode"}}'
         send(f'{{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {pair}}}')
         assert not answer(3)["result"].get("isError")  # a pair is an emoji, left as it is
+        # Lines that are not JSON-RPC messages got no answer at all (the SDK dropped them).
+        send("this is not json {")
+        got = answers.get(timeout=30)
+        assert got["id"] is None and got["error"]["code"] == -32700, got
+        send('{"jsonrpc": "2.0", "id": 4, "method": 5}')
+        assert answer(4)["error"]["code"] == -32600
+        send('[{"jsonrpc": "2.0", "id": 5, "method": "ping"}]')  # batches left MCP in 2025
+        got = answers.get(timeout=30)
+        assert got["id"] is None and got["error"]["code"] == -32600, got
+        send("")  # a blank line is nothing to answer
+        send('{"jsonrpc": "2.0", "id": 6, "method": "ping"}')
+        assert answers.get(timeout=30) == {"jsonrpc": "2.0", "id": 6, "result": {}}
     finally:
         proc.kill()
         proc.wait(timeout=10)

@@ -187,10 +187,14 @@ def test_a_schema_2_index_is_upgraded_in_place_with_nothing_lost(
         )
         assert held == [(0,)]
         assert query(v2, "SELECT count(*) FROM embedding_cache WHERE hash = 'gone-chunk'") == [(1,)]
+        mark = e.indexer.writer.vector_log.mark()  # the log of changed vectors came with it
+        assert mark is not None
         # Deleting through the upgraded FTS table leaves no stale tokens.
         write(ws, "memory/2026-02-01-deploy.md", "# Weekend\n\nPlanted wombatweeds today.\n")
         e.sync()
         assert fts_leaks(v2, ["rollbacks", "wombatweeds"]) == ["wombatweeds"]
+        changed = e.indexer.writer.vector_log.since(mark, 100)
+        assert changed is not None and changed[1] and changed[2]  # the old chunks, the new one
 
 
 def test_an_unreadable_upgrade_moves_the_index_aside_and_rebuilds(ws: Path, tmp_path: Path):

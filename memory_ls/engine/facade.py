@@ -26,7 +26,8 @@ from ..settings import Settings
 from ..settings import load as load_settings
 from ..workspace import PathError, Workspace
 from .excerpts import FileLines, excerpt, read_text
-from .indexer import Indexer, default_index_path
+from .index_files import default_index_path
+from .indexer import Indexer
 from .providers import AUTO, ProviderPolicy
 from .reranking import RerankPolicy
 from .searcher import Searcher

@@ -7,7 +7,6 @@ The embedding model is never called while the writer lock is held.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
@@ -37,40 +36,18 @@ from ..index.sync import (
     remove_file,
     sync_keyword,
 )
+from ..index.vectors import Mark
 from ..index.writes import VectorUpdate
-from ..search.vector import VectorIndex
-from ..settings import Settings, cache_dir
+from ..search.vector import Changes, VectorIndex
+from ..settings import Settings
 from ..text import rules_stamp
 from ..workspace import PathError, Workspace
+from .index_files import remove_stale_rebuilds
 from .providers import ProviderPolicy, readable
 from .reference import reference_vectors
 from .target import EmbedTarget
 
 log = logging.getLogger(__name__)
-
-
-def default_index_path(root: Path) -> Path:
-    digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
-    return cache_dir() / "index" / f"{root.resolve().name or 'root'}-{digest}.sqlite"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_stale_rebuilds(index_path: Path) -> None:
-    """Delete temporary rebuild files left by a process that died (kill -9, power loss)."""
-    for f in index_path.parent.glob(f"{index_path.name}.rebuild-*"):
-        pid = f.name.rsplit(".rebuild-", 1)[1].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            log.info("removing %s left by a rebuild that did not finish", f.name)
-            f.unlink(missing_ok=True)
 
 
 def index_context(
@@ -125,6 +102,7 @@ class Indexer:
         self.vectors = VectorIndex(self._load_vectors)
         self.reference: np.ndarray | None = None  # the calibration passages' vectors
         self._data_version: int | None = None
+        self._vector_mark: Mark | None = None  # where the loaded vectors stand in the log
         self.ctx = self._make_context()
         self.needs_rebuild = self._meta_changed()
 
@@ -165,7 +143,17 @@ class Indexer:
 
     def _load_vectors(self, float16_from: int) -> tuple[np.ndarray, np.ndarray]:
         with self.readers.borrow() as r:
-            return r.all_embeddings(float16_from)
+            # Read first: what commits during the load is in the log after it, applied again.
+            self._vector_mark = r.vector_log.mark()
+            return r.all_embeddings(float16_from, room=True)
+
+    def _vector_changes(self) -> Changes | None:
+        """Other processes' vector writes since the matrix was loaded or last followed."""
+        got = self.writer.vector_log.since(self._vector_mark, max(1024, self.vectors.size))
+        if got is None:
+            return None
+        self._vector_mark, gone, changed = got
+        return gone, changed
 
     @contextmanager
     def reader(self) -> Iterator[Store]:
@@ -407,16 +395,17 @@ class Indexer:
                     remove_file(self.writer, self.ctx, mf.path)
 
     def notice_other_writers(self) -> None:
-        """Drop the in-memory vectors (they follow only this engine's writes) and index the
-        buffers again when another process (a CLI `index`, an MCP server) committed to this
-        index: the writer connection's data_version moves only on others' commits."""
+        """Apply to the in-memory vectors what another process (a CLI `index`, an MCP
+        server) wrote to this index, and index the buffers again: the writer connection's
+        data_version moves only on others' commits. The vectors follow the index's log of
+        changed vectors; loading all of them again took 1.1 s at 125,000 chunks."""
         if not self.lock.acquire(blocking=False):
             return  # we are writing ourselves; check on the next search
         try:
             version = self.writer.data_version()
             if self._data_version is not None and version != self._data_version:
-                log.info("the index was changed by another process; reloading vectors")
-                self.vectors.invalidate()
+                log.debug("the index was changed by another process; following its vectors")
+                self.vectors.follow(self._vector_changes)
                 self.needs_rebuild = self._meta_changed()
                 if self.buffers and not self._reapply_buffers():
                     return  # the version stays unseen: the next search tries again

@@ -159,6 +159,24 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
   PRIMARY KEY (provider, model, provider_key, hash)
 );
 CREATE INDEX IF NOT EXISTS embedding_cache_lru ON embedding_cache(used_at);
+-- Which chunks' vectors changed, in commit order: another process's in-memory matrix follows
+-- this file's writes from here instead of loading every vector again (see vectors.VectorLog).
+-- Triggers, so that every writer logs, whatever code it runs; AUTOINCREMENT: pruning the old
+-- entries never lets a number come back.
+CREATE TABLE IF NOT EXISTS vector_changes (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id INTEGER NOT NULL  -- chunks.id
+);
+CREATE TRIGGER IF NOT EXISTS chunk_vectors_added AFTER INSERT ON chunk_vectors BEGIN
+  INSERT INTO vector_changes(id) VALUES (new.id);
+END;
+CREATE TRIGGER IF NOT EXISTS chunk_vectors_changed AFTER UPDATE ON chunk_vectors BEGIN
+  INSERT INTO vector_changes(id) SELECT old.id WHERE old.id != new.id;
+  INSERT INTO vector_changes(id) VALUES (new.id);
+END;
+CREATE TRIGGER IF NOT EXISTS chunk_vectors_removed AFTER DELETE ON chunk_vectors BEGIN
+  INSERT INTO vector_changes(id) VALUES (old.id);
+END;
 """
 
 
@@ -174,6 +192,13 @@ def create(conn: Connection) -> None:
     conn.executescript(DDL)
     if "lines" in _columns(conn, "chunks"):
         conn.execute(LINES_PENDING)
+    # The vector log's numbers count from this file's creation: a rebuilt index, copied over
+    # this one, brings a log and a name of its own. Looked up first: an INSERT takes the write
+    # lock, which another process's sync may hold for a while.
+    if conn.execute("SELECT 1 FROM meta WHERE key = 'vectorLog'").fetchone() is None:
+        conn.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES ('vectorLog', lower(hex(randomblob(8))))"
+        )
 
 
 def _columns(conn: Connection, table: str) -> set[str]:

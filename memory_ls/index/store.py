@@ -46,6 +46,7 @@ class Store:
         self._bm25 = KeywordScan(self.conn, path)
         self.cache = EmbeddingCache(self.conn)
         self.lines = LineVectors(self.conn)
+        self.vector_log = vectors.VectorLog(self.conn)
 
     @classmethod
     def open(cls, path: Path) -> Store:
@@ -133,8 +134,7 @@ class Store:
         if paths is None:
             rows = self.conn.execute("SELECT path, hash, mtime, size FROM files").fetchall()
         else:
-            wanted = list(paths)
-            rows = []
+            wanted, rows = list(paths), []
             for i in range(0, len(wanted), 500):
                 part = wanted[i : i + 500]
                 marks = ",".join("?" * len(part))
@@ -266,9 +266,7 @@ class Store:
         self, path: str, source: str, chunks: Sequence[Chunk], known: dict[str, bytes], model: str
     ) -> tuple[list[int], list[tuple[int, bytes | None]]]:
         """Swap a file's chunks; ``known`` maps chunk hashes to embeddings already paid for.
-
-        Returns (removed chunk ids, [(new id, embedding or None)]).
-        """
+        Returns (removed chunk ids, [(new id, embedding or None)])."""
         removed = self._delete_chunks(path)
         return removed, self._insert_chunks(path, source, chunks, known, model)
 
@@ -392,9 +390,11 @@ class Store:
         """Up to ``limit`` chunk vectors spread evenly over the index (all of a small one)."""
         return vectors.sample_embeddings(self.conn, limit, self.dims)
 
-    def all_embeddings(self, float16_from: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def all_embeddings(
+        self, float16_from: int = 0, room: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(ids, unit vectors); float16 rows when there are ``float16_from`` or more (0: never)."""
-        return vectors.all_embeddings(self.conn, self.dims, float16_from)
+        return vectors.all_embeddings(self.conn, self.dims, float16_from, room)
 
     # -- search -----------------------------------------------------------------------------
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:

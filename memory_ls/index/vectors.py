@@ -1,15 +1,16 @@
 """Chunk vectors, stored as float16 in ``chunk_vectors`` and read as float32 of unit length: a
-file's, by id, an even sample, or all of them."""
+file's, by id, an even sample, or all of them; and the log of which ones changed."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from .rows import ChunkState
-from .schema import f16_blob, f32_blob, unit_f32
+from .schema import f16_blob, f32_blob, sqlite3, unit_f32
 
 
 def store_vectors(conn: Any, items: Sequence[tuple[int, bytes]], model: str) -> None:
@@ -21,6 +22,7 @@ def store_vectors(conn: Any, items: Sequence[tuple[int, bytes]], model: str) -> 
         "INSERT OR REPLACE INTO chunk_vectors(id, embedding) VALUES (?, ?)",
         [(cid, f16_blob(b)) for cid, b in items],
     )
+    VectorLog(conn).prune()
 
 
 def file_vectors(conn: Any, path: str) -> dict[str, bytes]:
@@ -90,19 +92,26 @@ def blocks(conn: Any, size: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray
         yield ids, _unit_rows([r[1] for r in rows])
 
 
+ROOM = 1 << 16  # rows of room at most after a load's vectors (50 MB of float16 at 384-d)
+
+
 def all_embeddings(
-    conn: Any, dims_hint: int, float16_from: int = 0
+    conn: Any, dims_hint: int, float16_from: int = 0, room: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every chunk vector as (ids, matrix), filled in place block by block: the vectors are
-    held once, not three times (row list, joined bytes, matrix) as a naive load would."""
+    held once, not three times (row list, joined bytes, matrix) as a naive load would.
+    ``room``: zero rows after the vectors (the matrix then has more rows than ids), so that
+    the next chunks are appended without a copy of every vector."""
     n, dims = conn.execute(
         "SELECT count(*), max(length(embedding)) / 2 FROM chunk_vectors"
     ).fetchone()
+    spare = min(max(1024, n // 8), ROOM) if room else 0
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros((0, dims_hint or 1), dtype=np.float32)
     ids = np.empty(n, dtype=np.int64)
     large = 0 < float16_from <= n  # half the memory; the caller scans it by sign codes
-    mat = np.empty((n, int(dims)), dtype=np.float16 if large else np.float32)
+    # Zeros: the room's pages are not touched until a vector goes there.
+    mat = np.zeros((n + spare, int(dims)), dtype=np.float16 if large else np.float32)
     i = 0
     for block_ids, block in blocks(conn):
         take = min(len(block_ids), n - i)  # rows added meanwhile wait for the next load
@@ -111,4 +120,68 @@ def all_embeddings(
         ids[i : i + take] = block_ids[:take]
         mat[i : i + take] = block[:take]
         i += take
-    return ids[:i], mat[:i]
+    return ids[:i], mat if spare else mat[:i]
+
+
+# Where a reader stands in an index's vector log: (the log's name, the last change it has).
+Mark = tuple[str, int]
+# Changes a reader fetches: (its new mark, ids whose vectors are gone, ids with their vectors).
+Changes = tuple[Mark, list[int], list[tuple[int, np.ndarray]]]
+KEPT_CHANGES = 100_000  # entries of the log kept; a reader further behind loads everything
+
+
+class VectorLog:
+    """``vector_changes``, which triggers fill on every write to ``chunk_vectors``: what
+    another process's copy of the vectors must apply to follow this file."""
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+
+    def mark(self) -> Mark | None:
+        """Where the log stands now (None: this file has no log, an older version made it)."""
+        try:
+            name, seq = self.conn.execute(
+                "SELECT (SELECT value FROM meta WHERE key = 'vectorLog'), "
+                "(SELECT seq FROM sqlite_sequence WHERE name = 'vector_changes')"
+            ).fetchone()
+        except sqlite3.OperationalError:  # no sqlite_sequence yet, or no log at all
+            return None
+        return None if name is None else (str(name), int(seq or 0))
+
+    def since(self, mark: Mark | None, limit: int) -> Changes | None:
+        """The vectors changed after ``mark``, each as it is now; None when they cannot be
+        told (another log, entries pruned, more than ``limit`` of them): load them all."""
+        now = self.mark()
+        if mark is None or now is None or now[0] != mark[0] or now[1] < mark[1]:
+            return None
+        if now[1] == mark[1]:
+            return now, [], []
+        first, count = self.conn.execute(
+            "SELECT min(seq), count(*) FROM vector_changes WHERE seq > ? AND seq <= ?",
+            (mark[1], now[1]),
+        ).fetchone()
+        if first != mark[1] + 1 or count > limit:
+            return None
+        # Entries past ``now`` (a commit meanwhile) stay for the next call; a vector read here
+        # may already be newer than ``now``, and reading it again then does no harm.
+        rows = self.conn.execute(
+            "SELECT c.id, v.embedding FROM (SELECT DISTINCT id FROM vector_changes "
+            "WHERE seq > ? AND seq <= ?) c LEFT JOIN chunk_vectors v ON v.id = c.id",
+            (mark[1], now[1]),
+        ).fetchall()
+        gone = [cid for cid, blob in rows if blob is None]
+        live = [(cid, blob) for cid, blob in rows if blob is not None]
+        dims = {len(b) for _, b in live}
+        if len(dims) > 1:  # vectors of two models mid-rebuild
+            return None
+        vecs = _unit_rows([b for _, b in live]) if live else np.zeros((0, 1), np.float32)
+        return now, gone, [(cid, vecs[k]) for k, (cid, _) in enumerate(live)]
+
+    def prune(self) -> None:
+        """Drop all but the last ``KEPT_CHANGES`` entries (the writer, in its transaction)."""
+        # An older version's rebuild leaves a file without the log: nothing to prune.
+        with contextlib.suppress(sqlite3.OperationalError):
+            self.conn.execute(
+                "DELETE FROM vector_changes WHERE seq <= (SELECT max(seq) FROM vector_changes) - ?",
+                (KEPT_CHANGES,),
+            )

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 import anyio
@@ -20,6 +20,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from .. import __version__
 from ..params import ParamError
@@ -106,22 +107,48 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def clean_line(line: str) -> str:
-    """A JSON-RPC line with each lone surrogate (``"\\ud800"``: a JavaScript client cutting a
-    string inside an emoji sends one) turned into U+FFFD. The SDK's parser refuses such a line
-    whole, and the request got no answer at all: the agent waited for its timeout."""
-    if not _SURROGATE_ESCAPE.search(line):
-        return line
+def read_line(line: str) -> str | types.JSONRPCError | None:
+    """What to do with one line from the client: the line to hand the SDK, the error to
+    answer in its place, or None (a blank line).
+
+    A lone surrogate (``"\\ud800"``: a JavaScript client cutting a string inside an emoji
+    sends one) becomes U+FFFD: the SDK's parser refused such a line whole, and the request got
+    no answer at all, so the agent waited for its timeout. A line that is not JSON, or not a
+    JSON-RPC message, got no answer either (the SDK logs and drops it): JSON-RPC asks for a
+    parse error or an invalid-request error, with a null id when the id cannot be read."""
+    if not line.strip():
+        return None
     try:
         message = json.loads(line)  # keeps lone surrogates; a pair is one character already
     except ValueError:
-        return line  # not JSON: the SDK's to refuse
-    return json.dumps(_clean(message), ensure_ascii=False) + "\n"
+        return _wire_error(None, types.PARSE_ERROR, "Parse error: the line is not JSON")
+    if _SURROGATE_ESCAPE.search(line):
+        line = json.dumps(_clean(message), ensure_ascii=False) + "\n"
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError:
+        rid = message.get("id") if isinstance(message, dict) else None
+        if isinstance(rid, bool) or not isinstance(rid, int | str):
+            rid = None
+        return _wire_error(rid, types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC message")
+    return line
 
 
-async def _clean_lines(lines: AsyncIterable[str]) -> AsyncIterator[str]:
+def _wire_error(rid: int | str | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message)
+    )
+
+
+async def _read_lines(
+    lines: AsyncIterable[str], answer: Callable[[types.JSONRPCError], Awaitable[None]]
+) -> AsyncIterator[str]:
     async for line in lines:
-        yield clean_line(line)
+        got = read_line(line)
+        if isinstance(got, str):
+            yield got
+        elif got is not None:
+            await answer(got)
 
 
 async def serve_stdio(tools: MemoryTools) -> None:
@@ -135,9 +162,18 @@ async def serve_stdio(tools: MemoryTools) -> None:
     os.dup2(null, 0)
     os.close(null)
     text = io.TextIOWrapper(os.fdopen(wire, "rb"), encoding="utf-8", errors="replace")
-    stdin = cast("anyio.AsyncFile[str]", _clean_lines(anyio.wrap_file(text)))
+    ready = anyio.Event()  # the reader starts before the SDK hands us its outgoing stream
+    outgoing: list[Any] = []
+
+    async def answer(error: types.JSONRPCError) -> None:
+        await ready.wait()
+        await outgoing[0].send(SessionMessage(error))
+
+    stdin = cast("anyio.AsyncFile[str]", _read_lines(anyio.wrap_file(text), answer))
     try:
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+            outgoing.append(write_stream)
+            ready.set()
             await server.run(read_stream, write_stream, server.create_initialization_options())
     finally:
         os.dup2(wire, 0)

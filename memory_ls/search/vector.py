@@ -22,6 +22,7 @@ import numpy as np
 
 from ..index.backend import IndexBackend
 from ..index.schema import DatabaseError
+from ..index.vectors import ROOM
 from .calibrate import Moments
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,10 @@ LARGE = 250_000  # vectors from which the matrix is float16 with sign codes (see
 RESCORE = 2048  # candidates of the sign-code scan scored exactly
 
 
+# (float16_from) -> (ids, matrix); the matrix may have more rows than ids: room for appends.
 Loader = Callable[[int], tuple[np.ndarray, np.ndarray]]
+# Another writer's changes to apply: (chunk ids whose vectors are gone, (id, vector) to set).
+Changes = tuple[Sequence[int], Sequence[tuple[int, np.ndarray]]]
 
 
 _ROTATIONS: dict[int, np.ndarray] = {}
@@ -80,6 +84,14 @@ def nearest_rows(differ: np.ndarray, want: int) -> np.ndarray:
     return np.flatnonzero(differ <= bound)
 
 
+def _grown(rows: np.ndarray, used: int, cap: int) -> np.ndarray:
+    """``rows`` with room for ``cap``; the room is zeros (np.resize repeats the rows, which
+    took 30 ms at 100,000 vectors for the first append after a load)."""
+    out = np.zeros((cap, *rows.shape[1:]), dtype=rows.dtype)
+    out[:used] = rows[:used]
+    return out
+
+
 class VectorIndex:
     def __init__(self, loader: Loader, *, large: int = LARGE):
         # (float16_from) -> (ids, matrix) from the store; float16 rows from that many vectors on
@@ -104,10 +116,26 @@ class VectorIndex:
 
     def invalidate(self) -> None:
         with self._lock:
-            self._version += 1
-            self._loaded = False
-            self._row = {}
-            self._n = 0
+            self._drop()
+
+    def _drop(self) -> None:
+        self._version += 1
+        self._loaded = False
+        self._row = {}
+        self._n = 0
+
+    def follow(self, changes: Callable[[], Changes | None]) -> None:
+        """Apply another writer's changes, which ``changes`` reads from the store's log (None:
+        they cannot be told, so the matrix is loaded again). Read under the lock, so that no
+        load lands between reading them and applying them."""
+        with self._lock:
+            if not self._loaded:
+                return  # the next load reads everything anyway
+            got = changes()
+            if got is None:
+                self._drop()
+            else:
+                self._apply(*got)
 
     def warm(self) -> None:
         """Load the matrix now (from a worker thread), so the first search does not pay for it."""
@@ -117,7 +145,7 @@ class VectorIndex:
     def _ensure(self) -> None:
         if self._loaded:
             return
-        ids, mat = self._loader(self._large)
+        ids, mat = self._loader(self._large)  # mat may hold room for rows to come
         self._version += 1
         self._ids = ids
         self._mat = mat
@@ -132,51 +160,53 @@ class VectorIndex:
     def update(self, removed: Sequence[int], added: Sequence[tuple[int, np.ndarray]]) -> None:
         """Apply the writer's changes; a no-op until the matrix is first loaded."""
         with self._lock:
-            if not self._loaded:
-                return
-            self._version += 1
-            for cid in removed:
-                r = self._row.pop(int(cid), None)
-                if r is not None:
-                    self._alive[r] = False
-            if not added:
-                return
-            dims = len(added[0][1])
-            if self._n == 0 or self._mat.shape[1] != dims:
-                self._mat = np.zeros((0, dims), dtype=np.float32)
-                self._ids = np.zeros(0, dtype=np.int64)
-                self._alive = np.zeros(0, dtype=bool)
-                self._codes = None
-                self._n = 0
-                self._row = {}
-            need = self._n + len(added)
-            if need > len(self._mat):
-                cap = max(need, int(len(self._mat) * 1.5) + 64)
-                self._mat = np.resize(self._mat, (cap, dims))
-                self._ids = np.resize(self._ids, cap)
-                self._alive = np.resize(self._alive, cap)
-                self._alive[self._n :] = False
-                if self._codes is not None:
-                    grown = np.zeros((self._codes.shape[0], cap), dtype=np.uint64)
-                    grown[:, : self._n] = self._codes[:, : self._n]
-                    self._codes = grown
-            for cid, vec in added:
-                old = self._row.pop(int(cid), None)
-                if old is not None:
-                    self._alive[old] = False
-                r = self._n
-                self._mat[r] = vec
-                if self._codes is not None:
-                    self._codes[:, r] = sign_codes(vec)[:, 0]
-                self._ids[r] = cid
-                self._alive[r] = True
-                self._row[int(cid)] = r
-                self._n += 1
-            if self._n > 1024 and len(self._row) < self._n // 2:
-                self._compact()
-            if self._codes is None and len(self._row) >= self._large:
-                self._compact()  # an index that grew past LARGE while open (a first sync)
-                self._go_large()
+            self._apply(removed, added)
+
+    def _apply(self, removed: Sequence[int], added: Sequence[tuple[int, np.ndarray]]) -> None:
+        if not self._loaded:
+            return
+        self._version += 1
+        for cid in removed:
+            r = self._row.pop(int(cid), None)
+            if r is not None:
+                self._alive[r] = False
+        if not added:
+            return
+        dims = len(added[0][1])
+        if self._n == 0 or self._mat.shape[1] != dims:
+            self._mat = np.zeros((0, dims), dtype=np.float32)
+            self._ids = np.zeros(0, dtype=np.int64)
+            self._alive = np.zeros(0, dtype=bool)
+            self._codes = None
+            self._n = 0
+            self._row = {}
+        need = self._n + len(added)
+        if need > len(self._ids):
+            cap = max(need, int(len(self._ids) * 1.5) + 64)
+            self._ids = _grown(self._ids, self._n, cap)
+            self._alive = _grown(self._alive, self._n, cap)
+        if need > len(self._mat):  # the loader's room is used up: a copy of every row
+            cap = need + min(max(64, len(self._mat) // 2), ROOM)
+            self._mat = _grown(self._mat, self._n, cap)
+            if self._codes is not None:
+                self._codes = _grown(self._codes.T, self._n, cap).T
+        for cid, vec in added:
+            old = self._row.pop(int(cid), None)
+            if old is not None:
+                self._alive[old] = False
+            r = self._n
+            self._mat[r] = vec
+            if self._codes is not None:
+                self._codes[:, r] = sign_codes(vec)[:, 0]
+            self._ids[r] = cid
+            self._alive[r] = True
+            self._row[int(cid)] = r
+            self._n += 1
+        if self._n > 1024 and len(self._row) < self._n // 2:
+            self._compact()
+        if self._codes is None and len(self._row) >= self._large:
+            self._compact()  # an index that grew past LARGE while open (a first sync)
+            self._go_large()
 
     def _go_large(self) -> None:
         """float16 rows (half the memory) and their sign codes, built block by block."""

@@ -1,0 +1,36 @@
+"""Where a workspace's index file lives, and the rebuild files a dead process left beside it."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+
+from ..settings import cache_dir
+
+log = logging.getLogger(__name__)
+
+
+def default_index_path(root: Path) -> Path:
+    digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
+    return cache_dir() / "index" / f"{root.resolve().name or 'root'}-{digest}.sqlite"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_rebuilds(index_path: Path) -> None:
+    """Delete temporary rebuild files left by a process that died (kill -9, power loss)."""
+    for f in index_path.parent.glob(f"{index_path.name}.rebuild-*"):
+        pid = f.name.rsplit(".rebuild-", 1)[1].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            log.info("removing %s left by a rebuild that did not finish", f.name)
+            f.unlink(missing_ok=True)
