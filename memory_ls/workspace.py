@@ -30,6 +30,12 @@ class MemoryFile:
     abs_path: Path
     source: str  # "memory" | "sessions"
 
+    @property
+    def folders(self) -> int:
+        """The folders between the file and its root folder (none of them may be a symlink;
+        the root may: a sessions root is resolved when read, the workspace when opened)."""
+        return self.path.count("/") - self.path.startswith(PREFIX)
+
 
 def _skip_dir(name: str) -> bool:
     return name.startswith(".") or name in SKIP_DIRS

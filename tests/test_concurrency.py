@@ -31,7 +31,8 @@ from test_server import (  # the harness of the server tests
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.settings import Settings
-from memory_ls.workspace import MemoryFile
+from memory_ls.sources.markdown import SourceError, read_bytes
+from memory_ls.workspace import MemoryFile, PathError
 
 
 def keyword(ws: Path, idx: Path) -> MemoryEngine:
@@ -198,6 +199,38 @@ def test_a_note_replaced_by_a_symlink_during_a_sync_is_not_read_through_it(
         e.sync()
         assert not e.search("okapi").results
         assert "memory/2026-02-01-deploy.md" not in {h.path for h in e.search("Deploys").results}
+
+
+def test_a_folder_replaced_by_a_symlink_during_a_sync_is_not_read_through_it(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Only the note itself was opened without following a link: a folder on its path swapped
+    # for a symlink after the walk led the read outside the workspace, and memory/get too.
+    outside = tmp_path / "outside"
+    write(outside, "cjk.md", "# Elsewhere\n\nThe vault combination is 31-17-42 okapi.\n")
+    folder = ws / "memory" / "notes"
+    with keyword(ws, tmp_path / "i.sqlite") as e:
+        e.sync()
+        walk = e.workspace.discover
+
+        def discover_then_swap() -> list[MemoryFile]:
+            found = walk()
+            folder.rename(tmp_path / "moved-away")
+            folder.symlink_to(outside, target_is_directory=True)
+            return found
+
+        monkeypatch.setattr(e.workspace, "discover", discover_then_swap)
+        e.sync()
+        monkeypatch.undo()
+        assert not e.search("okapi").results
+        e.sync()
+        assert not e.search("okapi").results
+        with pytest.raises(PathError):  # refused by name, as before
+            e.get("memory/notes/cjk.md")
+        note = MemoryFile("memory/notes/cjk.md", ws / "memory/notes/cjk.md", "memory")
+        with pytest.raises(SourceError, match="symlink"):  # and by the read itself
+            read_bytes(note.abs_path, 1 << 20, note.folders)
+        assert read_bytes(outside / "cjk.md", 1 << 20).startswith(b"# Elsewhere")
 
 
 def test_a_note_replaced_by_a_fifo_during_a_sync_does_not_hang_it(ws: Path, tmp_path: Path):

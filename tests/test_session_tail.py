@@ -154,7 +154,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             self.fh.close()
 
     real = sync_mod._open
-    monkeypatch.setattr(sync_mod, "_open", lambda p: Counting(real(p)))
+    monkeypatch.setattr(sync_mod, "_open", lambda p, folders=0: Counting(real(p, folders)))
     return reads
 
 

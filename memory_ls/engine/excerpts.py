@@ -26,7 +26,7 @@ def read_text(
         if not workspace.is_memory_file(mf):  # a FIFO would block the reader forever
             raise PathError(f"{mf.path}: not a regular file")
         try:
-            data = read_bytes(mf.abs_path, max_bytes)
+            data = read_bytes(mf.abs_path, max_bytes, mf.folders)
         except FileNotFoundError:
             raise PathError(f"{mf.path}: no such file") from None
     try:

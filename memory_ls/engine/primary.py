@@ -243,7 +243,7 @@ class Primary:
         if mf is None or not self.workspace.is_memory_file(mf):
             return False
         try:
-            data = read_bytes(mf.abs_path, self.settings.max_file_bytes)
+            data = read_bytes(mf.abs_path, self.settings.max_file_bytes, mf.folders)
             text = file_text(render(mf, data))
         except (OSError, SourceError):
             return False
@@ -259,7 +259,7 @@ class Primary:
                     if mf is None or not ws.is_memory_file(mf):
                         raise FileNotFoundError(path)
                     mtime = mf.abs_path.stat().st_mtime
-                    data = read_bytes(mf.abs_path, ctx.max_file_bytes)
+                    data = read_bytes(mf.abs_path, ctx.max_file_bytes, mf.folders)
                 except (FileNotFoundError, SourceError):
                     remove_file(store, ctx, path)
                     report.removed += 1
@@ -331,11 +331,13 @@ class Primary:
             return
         # Editors drop a UTF-8 byte order mark from the text they hold (as indexing does).
         bom = "\ufeff".encode()
-        try:
-            on_disk = mf.abs_path.read_bytes().removeprefix(bom)
-            saved = on_disk == text.removeprefix("\ufeff").encode("utf-8", "surrogatepass")
-        except OSError:
-            saved = False  # a note not written yet
+        try:  # not by name: a FIFO there would block the edit for good
+            on_disk = read_bytes(mf.abs_path, self.settings.max_file_bytes, mf.folders)
+            saved = on_disk.removeprefix(bom) == text.removeprefix("\ufeff").encode(
+                "utf-8", "surrogatepass"
+            )
+        except (OSError, SourceError):
+            saved = False  # a note not written yet, or not one to read
         if not saved:
             self.unsaved.add(mf.path)
             return

@@ -122,7 +122,7 @@ def _sync_one(store, ctx, mf: MemoryFile, state, overlay: str | None, report: Sy
         sync_transcript(store, ctx, mf, st, state, report)
         return
     try:
-        data = read_bytes(mf.abs_path, ctx.max_file_bytes)
+        data = read_bytes(mf.abs_path, ctx.max_file_bytes, mf.folders)
     except FileNotFoundError:
         return
     except SourceError as exc:

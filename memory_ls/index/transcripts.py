@@ -76,8 +76,8 @@ class TailState:
             return None
 
 
-def _open(path):  # a seam for tests that count the bytes a sync reads
-    return open_regular(path)  # never through a symlink put there since the walk
+def _open(path, folders=0):  # a seam for tests that count the bytes a sync reads
+    return open_regular(path, folders)  # never through a symlink put there since the walk
 
 
 def sync_transcript(store, ctx, mf: MemoryFile, st, state, report: SyncReport) -> None:
@@ -88,7 +88,7 @@ def sync_transcript(store, ctx, mf: MemoryFile, st, state, report: SyncReport) -
                 f"{mf.abs_path.name}: {st.st_size} bytes is over maxFileBytes "
                 f"({ctx.max_file_bytes})"
             )
-        with _open(mf.abs_path) as fh:
+        with _open(mf.abs_path, mf.folders) as fh:
             if state and st.st_size > state.size and _index_tail(store, ctx, mf, fh, st, report):
                 return
             fh.seek(0)

@@ -48,17 +48,19 @@ def decode(data: bytes, name: str) -> str:
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
-def open_regular(path: Path) -> BinaryIO:
+def open_regular(path: Path, folders: int = 0) -> BinaryIO:
     """``path`` opened for reading if it is a regular file itself; FileNotFoundError when it
     is gone, SourceError when it is something else (a symlink, a folder, a FIFO) or
-    cannot be opened."""
+    cannot be opened. ``folders``: how many folders above it must not be symlinks either (those
+    between the file and its root folder, which itself may be one): each is opened without
+    following a link, so a folder swapped for a symlink since the walk is not read through."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = _open_below(path, folders) if folders and _DIR_FD else os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
         raise
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise SourceError(f"{path.name}: a symlink, skipped") from None
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise SourceError(f"{path.name}: a symlink on its path, skipped") from None
         raise SourceError(f"{path.name}: cannot read ({exc.strerror or exc})") from exc
     fh = os.fdopen(fd, "rb")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -67,8 +69,25 @@ def open_regular(path: Path) -> BinaryIO:
     return fh
 
 
-def read_bytes(path: Path, max_bytes: int) -> bytes:
-    with open_regular(path) as fh:
+_DIR_FD = os.open in os.supports_dir_fd  # not on Windows: there the file alone is checked
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _open_below(path: Path, folders: int) -> int:
+    names = path.parts[-1 - folders :]
+    at = os.open(path.parents[folders], os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for name in names[:-1]:
+            inner = os.open(name, _FOLDER_FLAGS, dir_fd=at)
+            os.close(at)
+            at = inner
+        return os.open(names[-1], _OPEN_FLAGS, dir_fd=at)
+    finally:
+        os.close(at)
+
+
+def read_bytes(path: Path, max_bytes: int, folders: int = 0) -> bytes:
+    with open_regular(path, folders) as fh:
         try:
             size = os.fstat(fh.fileno()).st_size
             if size <= max_bytes:
