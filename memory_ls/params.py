@@ -55,6 +55,9 @@ LSP = Dialect(max_results=MAX_RESULTS_CAP, max_lines=None, lsp_fields=True)
 MCP = Dialect(max_results=50, max_lines=2000, lsp_fields=False)
 
 
+MAX_LINE = 2**31 - 1  # ``from`` past it is no line of any file (and past what JSON clients keep)
+
+
 @dataclass(frozen=True)
 class GetParams:
     path: str | None = None
@@ -280,7 +283,7 @@ def _converter(d: Dialect) -> tuple[cattrs.Converter, dict[type, dict[str, str]]
         GetParams,
         omit=() if d.lsp_fields else ("folder",),
         renames={"start": "from"},
-        start=_integer(1),
+        start=_integer(1, MAX_LINE),
         lines=lines,
     )
     register(FolderParams)

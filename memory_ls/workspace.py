@@ -132,7 +132,11 @@ class Workspace:
         p = Path(path)
         if p.is_absolute():
             return self.key_of(Path(os.path.normpath(p))) or self.key_of(p.resolve()) or str(p)
-        return p.as_posix().removeprefix("./")
+        text = p.as_posix()
+        if text.startswith(PREFIX):  # "sessions:name/.." must not become a workspace path
+            return text
+        # The key hits and citations use: "memory/../MEMORY.md" was answered under that name.
+        return self.key_of(Path(os.path.normpath(self.root / p))) or text
 
     def discover(self) -> list[MemoryFile]:
         """Every memory file, sorted by path; sessions only when that source is on."""

@@ -22,6 +22,7 @@ from memory_ls.engine import MemoryEngine
 from memory_ls.mcp.resources import list_resources
 from memory_ls.params import MCP, ParamError, parse_get, parse_search
 from memory_ls.settings import Settings, apply
+from memory_ls.workspace import PathError
 
 # A name in bytes that are not UTF-8 (an archive from another system): Python spells it with a
 # lone surrogate, which SQLite, JSON and URIs cannot carry.
@@ -202,3 +203,16 @@ def test_an_out_of_range_number_is_quoted_as_sent():
     """maxResults 1e308 was quoted back in 309 digits."""
     with pytest.raises(ParamError, match=r"must be at most 1000, got 1e\+308$"):
         parse_search({"query": "x", "maxResults": 1e308})
+
+
+def test_a_path_with_dot_segments_is_answered_under_its_key(ws: Path, tmp_path: Path):
+    """An agent's "memory/../MEMORY.md" was read, and answered under that name: not the key its
+    hits and citations carry, so the client could not match them."""
+    with MemoryEngine(ws, Settings(provider="none"), index_path=tmp_path / "i.sqlite") as e:
+        for path in ("memory/../MEMORY.md", "./MEMORY.md", f"../{ws.name}/MEMORY.md"):
+            assert e.get(path).path == "MEMORY.md", path
+        assert (
+            e.get("memory/notes/../2026-02-01-deploy.md#L1").path == "memory/2026-02-01-deploy.md"
+        )
+        with pytest.raises(PathError, match="outside the workspace"):
+            e.get("memory/../../outside.md")

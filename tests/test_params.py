@@ -109,6 +109,7 @@ def test_get() -> None:
         ({"path": 1}, "path"),
         ({"citation": False}, "citation"),
         ({"path": "MEMORY.md", "from": 0}, "from"),
+        ({"path": "MEMORY.md", "from": 2**31}, "from"),  # no file's line; 1e30 was taken
         ({"path": "MEMORY.md", "lines": -1}, "lines"),
     ]:
         assert error(parse_get, params).field == field, params
