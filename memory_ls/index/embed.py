@@ -59,7 +59,9 @@ def embed_pending(
             store.set_embeddings(items, ctx.cache_key[1])
             if ctx.cache_enabled and fresh:  # after: a store may skip what chunks now hold
                 store.cache.put(ctx.cache_key, list(fresh.items()))
-        vectors_changed(store, ctx, [], [(cid, b) for cid, b in items])
+            # At the commit, inside the lock: told later, another process's delete that the
+            # in-memory vectors followed meanwhile would be undone by these, for good.
+            vectors_changed(store, ctx, [], [(cid, b) for cid, b in items])
         report.embedded += len(items)
         done += len(rows)
         if progress:

@@ -1,0 +1,73 @@
+"""Following another process's vector writes through the index's log, under races with this
+process's own writes (real SQLite, the real local model)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import write
+from model_util import ensure_test_model
+
+from memory_ls.engine import MemoryEngine
+from memory_ls.search.vector import VectorIndex
+from memory_ls.settings import Settings
+
+
+@pytest.fixture(scope="module")
+def model_path() -> Path:
+    return ensure_test_model()
+
+
+def model_engine(root: Path, idx: Path, model_path: Path) -> MemoryEngine:
+    s = Settings(provider="local")
+    s.local.model_path = str(model_path)
+    return MemoryEngine(root, s, index_path=idx)
+
+
+def live_ids(vectors: VectorIndex, dims: int) -> set[int]:
+    return {i for i, _ in vectors.search(np.ones(dims, dtype=np.float32), 10_000)}
+
+
+@pytest.mark.model
+def test_own_embeddings_landing_after_a_followed_delete_leave_no_phantom(
+    ws: Path, tmp_path: Path, model_path: Path
+):
+    """The editor embeds a new note; before its in-memory vectors hear of it, the agent
+    deletes that note and the editor's search follows the log. The editor's late news of its
+    own vectors must not bring back the deleted chunks: the log has moved past them, so no
+    later follow would ever remove them."""
+    idx = tmp_path / "i.sqlite"
+    editor, agent = model_engine(ws, idx, model_path), model_engine(ws, idx, model_path)
+    with editor, agent:
+        editor.sync()
+        editor.search("dark mode")  # loads the vectors, notes the data version
+        write(ws, "memory/new.md", "# New\n\nA note about sourdough starters and hydration.\n")
+        editor.sync(embed=False)
+        reached, go = threading.Event(), threading.Event()
+        ctx = editor.indexer.ctx
+        own_update = ctx.on_vectors
+        assert own_update is not None
+
+        def late(removed, added):  # the embedding thread, between its commit and this news
+            reached.set()
+            go.wait(10)
+            own_update(removed, added)
+
+        editor.indexer.ctx = replace(ctx, on_vectors=late)
+        embedding = threading.Thread(target=editor.embed_pending)
+        embedding.start()
+        assert reached.wait(60)
+        (ws / "memory/new.md").unlink()
+        agent.sync()  # another process deletes the note's chunks
+        editor.indexer.notice_other_writers()  # the editor's search thread meanwhile
+        go.set()
+        embedding.join(60)
+        editor.indexer.ctx = ctx
+        editor.search("anything at all", min_score=0)
+        fresh = VectorIndex(editor.indexer.writer.all_embeddings)
+        dims = editor.provider.dims
+        assert live_ids(editor.vectors, dims) == live_ids(fresh, dims)
