@@ -71,3 +71,22 @@ def test_own_embeddings_landing_after_a_followed_delete_leave_no_phantom(
         fresh = VectorIndex(editor.indexer.writer.all_embeddings)
         dims = editor.provider.dims
         assert live_ids(editor.vectors, dims) == live_ids(fresh, dims)
+
+
+@pytest.mark.model
+def test_another_process_s_commit_before_the_first_search_is_followed(
+    ws: Path, tmp_path: Path, model_path: Path
+):
+    """The editor's first sync loads the vectors; an agent commits before the editor's first
+    search, which is where the editor first notes the data version: that commit's vectors
+    must still reach the editor, not wait for some later commit of another process."""
+    idx = tmp_path / "i.sqlite"
+    editor, agent = model_engine(ws, idx, model_path), model_engine(ws, idx, model_path)
+    with editor, agent:
+        editor.sync()  # loads the vectors (warm)
+        write(ws, "memory/agent.md", "# Agent\n\nA note about sourdough starters.\n")
+        agent.sync()
+        editor.search("anything at all", min_score=0)
+        fresh = VectorIndex(editor.indexer.writer.all_embeddings)
+        dims = editor.provider.dims
+        assert live_ids(editor.vectors, dims) == live_ids(fresh, dims)

@@ -403,7 +403,11 @@ class Indexer:
             return  # we are writing ourselves; check on the next search
         try:
             version = self.writer.data_version()
-            if self._data_version is not None and version != self._data_version:
+            if self._data_version is None:
+                # The vectors may have loaded (a sync's warm) before another process's commit
+                # that this first version already counts: the log tells, at no cost if none.
+                self.vectors.follow(self._vector_changes)
+            elif version != self._data_version:
                 log.debug("the index was changed by another process; following its vectors")
                 self.vectors.follow(self._vector_changes)
                 self.needs_rebuild = self._meta_changed()
