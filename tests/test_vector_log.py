@@ -90,3 +90,50 @@ def test_another_process_s_commit_before_the_first_search_is_followed(
         fresh = VectorIndex(editor.indexer.writer.all_embeddings)
         dims = editor.provider.dims
         assert live_ids(editor.vectors, dims) == live_ids(fresh, dims)
+
+
+def unit_blobs(ids, seed: int) -> list[tuple[int, bytes]]:
+    rng = np.random.default_rng(seed)
+    return [(i, rng.standard_normal(8).astype(np.float32).tobytes()) for i in ids]
+
+
+def test_a_load_keeps_every_vector_another_process_did_not_change(tmp_path: Path):
+    """Another process gives an old chunk (5) its vector while a load runs, between the load's
+    count and its scan of the rows. The scan then finds one row more than it counted; what it
+    leaves out must be a vector the log brings afterwards, never one that did not change
+    (11): nothing would ever bring that one back."""
+    from memory_ls.index.store import Store
+
+    path = tmp_path / "i.sqlite"
+    writer, reader, follower = Store(path), Store(path, create=False), Store(path, create=False)
+    with writer.transaction():
+        writer.set_embeddings(unit_blobs([*range(1, 5), *range(6, 12)], 1), "m")
+    mark = []
+
+    def during_the_scan(sql: str) -> None:
+        if "FROM chunk_vectors ORDER BY id" in sql and len(mark) == 1:
+            with writer.transaction():  # another process, as the scan starts
+                writer.set_embeddings(unit_blobs([5], 2), "m")
+
+    def loader(large: int):
+        reader.conn.set_trace_callback(during_the_scan)
+        try:
+            mark[:] = [reader.vector_log.mark()]
+            return reader.all_embeddings(large, room=True)
+        finally:
+            reader.conn.set_trace_callback(None)
+
+    def changes():
+        got = follower.vector_log.since(mark[0], 1024)
+        if got is None:
+            return None
+        mark[0], gone, changed = got
+        return gone, changed
+
+    live = VectorIndex(loader)
+    live.warm()
+    live.follow(changes)
+    fresh = VectorIndex(writer.all_embeddings)
+    assert live_ids(live, 8) == live_ids(fresh, 8) == set(range(1, 12))
+    for s in (writer, reader, follower):
+        s.close()

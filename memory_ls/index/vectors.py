@@ -102,6 +102,21 @@ def all_embeddings(
     held once, not three times (row list, joined bytes, matrix) as a naive load would.
     ``room``: zero rows after the vectors (the matrix then has more rows than ids), so that
     the next chunks are appended without a copy of every vector."""
+    if conn.in_transaction:
+        return _all_embeddings(conn, dims_hint, float16_from, room)
+    # One snapshot for the count and the scan: a vector another process gives an old chunk
+    # in between made the scan longer than the count, and its last rows were left out though
+    # they had not changed, so the log (which brings only what changed) never brought them.
+    conn.execute("BEGIN")
+    try:
+        return _all_embeddings(conn, dims_hint, float16_from, room)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _all_embeddings(
+    conn: Any, dims_hint: int, float16_from: int, room: bool
+) -> tuple[np.ndarray, np.ndarray]:
     n, dims = conn.execute(
         "SELECT count(*), max(length(embedding)) / 2 FROM chunk_vectors"
     ).fetchone()
@@ -114,7 +129,7 @@ def all_embeddings(
     mat = np.zeros((n + spare, int(dims)), dtype=np.float16 if large else np.float32)
     i = 0
     for block_ids, block in blocks(conn):
-        take = min(len(block_ids), n - i)  # rows added meanwhile wait for the next load
+        take = min(len(block_ids), n - i)
         if block.shape[1] != dims or take <= 0:
             continue
         ids[i : i + take] = block_ids[:take]
