@@ -188,8 +188,10 @@ class VectorIndex:
         if need > len(self._mat):  # the loader's room is used up: a copy of every row
             cap = need + min(max(64, len(self._mat) // 2), ROOM)
             self._mat = _grown(self._mat, self._n, cap)
-            if self._codes is not None:
-                self._codes = _grown(self._codes.T, self._n, cap).T
+            if self._codes is not None:  # (words, rows): each word's row stays contiguous
+                codes = np.zeros((self._codes.shape[0], cap), dtype=np.uint64)
+                codes[:, : self._n] = self._codes[:, : self._n]
+                self._codes = codes
         for cid, vec in added:
             old = self._row.pop(int(cid), None)
             if old is not None:
