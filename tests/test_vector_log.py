@@ -157,3 +157,59 @@ def test_sign_codes_stay_contiguous_when_appends_outgrow_the_room():
 def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
     v = rng.standard_normal((n, 64)).astype(np.float32)  # codes of two words
     return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_following_across_a_rebuild_copied_in_never_mixes_two_indexes(tmp_path: Path):
+    """Another process's rebuild copies a new index over this one (a log of its own, the same
+    chunk ids for other chunks) while the changes are being read: what is applied must come
+    from one index, never the old log's numbers read in the new log (the new index's chunks
+    11-13 on the old vectors)."""
+    from memory_ls.index.store import Store
+
+    path = tmp_path / "i.sqlite"
+    agent, reader, follower = Store(path), Store(path, create=False), Store(path, create=False)
+    rebuilt = Store(tmp_path / "rebuilt.sqlite")
+    with rebuilt.transaction():
+        rebuilt.set_embeddings(unit_blobs(range(1, 21), 3), "m")
+    with agent.transaction():
+        agent.set_embeddings(unit_blobs(range(1, 11), 1), "m")
+    mark = []
+
+    def loader(large: int):
+        mark[:] = [reader.vector_log.mark()]
+        return reader.all_embeddings(large, room=True)
+
+    live = VectorIndex(loader)
+    live.warm()
+    with agent.transaction():
+        agent.set_embeddings(unit_blobs(range(1, 4), 2), "m")
+    before = VectorIndex(agent.all_embeddings)
+    before.warm()
+
+    def copy_in(sql: str) -> None:
+        if "LEFT JOIN chunk_vectors" in sql:
+            agent.replace_with(rebuilt)  # the other process's rebuild lands now
+
+    def changes():
+        follower.conn.set_trace_callback(copy_in)
+        try:
+            got = follower.vector_log.since(mark[0], 1024)
+        finally:
+            follower.conn.set_trace_callback(None)
+        if got is None:
+            return None
+        mark[0], gone, changed = got
+        return gone, changed
+
+    live.follow(changes)
+    after = VectorIndex(agent.all_embeddings)
+    q = unit_rows(np.random.default_rng(5), 1)[0][:8]
+    q /= np.linalg.norm(q)
+    got = live.search(q, 100)
+    assert any(
+        [i for i, _ in got] == [i for i, _ in want]
+        and np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
+        for want in (before.search(q, 100), after.search(q, 100))
+    )
+    for s in (agent, reader, follower, rebuilt):
+        s.close()

@@ -102,14 +102,22 @@ def all_embeddings(
     held once, not three times (row list, joined bytes, matrix) as a naive load would.
     ``room``: zero rows after the vectors (the matrix then has more rows than ids), so that
     the next chunks are appended without a copy of every vector."""
-    if conn.in_transaction:
-        return _all_embeddings(conn, dims_hint, float16_from, room)
     # One snapshot for the count and the scan: a vector another process gives an old chunk
     # in between made the scan longer than the count, and its last rows were left out though
     # they had not changed, so the log (which brings only what changed) never brought them.
+    with snapshot(conn):
+        return _all_embeddings(conn, dims_hint, float16_from, room)
+
+
+@contextlib.contextmanager
+def snapshot(conn: Any) -> Iterator[None]:
+    """One read transaction (WAL: one view of the file) for several statements."""
+    if conn.in_transaction:
+        yield
+        return
     conn.execute("BEGIN")
     try:
-        return _all_embeddings(conn, dims_hint, float16_from, room)
+        yield
     finally:
         conn.execute("COMMIT")
 
@@ -165,7 +173,13 @@ class VectorLog:
 
     def since(self, mark: Mark | None, limit: int) -> Changes | None:
         """The vectors changed after ``mark``, each as it is now; None when they cannot be
-        told (another log, entries pruned, more than ``limit`` of them): load them all."""
+        told (another log, entries pruned, more than ``limit`` of them): load them all.
+        One snapshot: a rebuilt index copied in between would have its log read with this
+        one's numbers, and its vectors applied over this one's."""
+        with snapshot(self.conn):
+            return self._since(mark, limit)
+
+    def _since(self, mark: Mark | None, limit: int) -> Changes | None:
         now = self.mark()
         if mark is None or now is None or now[0] != mark[0] or now[1] < mark[1]:
             return None
@@ -177,8 +191,6 @@ class VectorLog:
         ).fetchone()
         if first != mark[1] + 1 or count > limit:
             return None
-        # Entries past ``now`` (a commit meanwhile) stay for the next call; a vector read here
-        # may already be newer than ``now``, and reading it again then does no harm.
         rows = self.conn.execute(
             "SELECT c.id, v.embedding FROM (SELECT DISTINCT id FROM vector_changes "
             "WHERE seq > ? AND seq <= ?) c LEFT JOIN chunk_vectors v ON v.id = c.id",
