@@ -213,3 +213,26 @@ def test_following_across_a_rebuild_copied_in_never_mixes_two_indexes(tmp_path: 
     )
     for s in (agent, reader, follower, rebuilt):
         s.close()
+
+
+def test_the_log_keeps_its_last_entries_whatever_a_transaction_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Every commit prunes the log: deleted vectors log a row each too, and a process that
+    only deletes (notes removed, no new vectors) let it grow until the next vector write."""
+    from memory_ls.index import vectors as stored
+    from memory_ls.index.store import Store
+
+    monkeypatch.setattr(stored, "KEPT_CHANGES", 3)
+    store = Store(tmp_path / "i.sqlite")
+
+    def logged() -> list[int]:
+        return [i for (i,) in store.conn.execute("SELECT id FROM vector_changes ORDER BY seq")]
+
+    with store.transaction():
+        store.set_embeddings(unit_blobs(range(1, 11), 1), "m")
+    assert logged() == [8, 9, 10]
+    with store.transaction():
+        store.conn.execute("DELETE FROM chunk_vectors WHERE id <= 6")
+    assert logged() == [4, 5, 6]
+    store.close()

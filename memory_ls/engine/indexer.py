@@ -149,7 +149,11 @@ class Indexer:
 
     def _vector_changes(self) -> Changes | None:
         """Other processes' vector writes since the matrix was loaded or last followed."""
-        got = self.writer.vector_log.since(self._vector_mark, max(1024, self.vectors.size))
+        try:
+            got = self.writer.vector_log.since(self._vector_mark, max(1024, self.vectors.size))
+        except DatabaseError as exc:  # the search goes on; its vector side loads them all
+            log.warning("changed vectors not read (%s); loading them all", exc)
+            return None
         if got is None:
             return None
         self._vector_mark, gone, changed = got

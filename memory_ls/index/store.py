@@ -88,6 +88,7 @@ class Store:
                 # Another process (a CLI, a rebuild) may have made or dropped it since we looked.
                 self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
             yield
+            self.vector_log.prune()  # a row for each vector written or deleted: the last ones
             self.conn.execute("COMMIT")
         except BaseException:
             if self.conn.in_transaction:
@@ -146,11 +147,9 @@ class Store:
     def file_infos(self, paths: Iterable[str]) -> dict[str, FileInfo]:
         """(source, lines, line map, date) of each indexed file of ``paths``."""
         wanted = list(dict.fromkeys(paths))
-        rows = self.conn.execute(
-            "SELECT path, source, lines, line_map, date, tail FROM files WHERE path IN "
-            f"({','.join('?' * len(wanted))})",
-            wanted,
-        ).fetchall()
+        marks = ",".join("?" * len(wanted))
+        sql = f"SELECT path, source, lines, line_map, date, tail FROM files WHERE path IN ({marks})"
+        rows = self.conn.execute(sql, wanted).fetchall()
         return {p: (src, n, stored_line_map(m, tail), d) for p, src, n, m, d, tail in rows}
 
     def file_tail(self, path: str) -> tuple[int, dict[str, Any]] | None:

@@ -22,7 +22,6 @@ def store_vectors(conn: Any, items: Sequence[tuple[int, bytes]], model: str) -> 
         "INSERT OR REPLACE INTO chunk_vectors(id, embedding) VALUES (?, ?)",
         [(cid, f16_blob(b)) for cid, b in items],
     )
-    VectorLog(conn).prune()
 
 
 def file_vectors(conn: Any, path: str) -> dict[str, bytes]:
@@ -205,7 +204,7 @@ class VectorLog:
         return now, gone, [(cid, vecs[k]) for k, (cid, _) in enumerate(live)]
 
     def prune(self) -> None:
-        """Drop all but the last ``KEPT_CHANGES`` entries (the writer, in its transaction)."""
+        """Drop all but the last ``KEPT_CHANGES`` entries (the writer, before each commit)."""
         # An older version's rebuild leaves a file without the log: nothing to prune.
         with contextlib.suppress(sqlite3.OperationalError):
             self.conn.execute(
