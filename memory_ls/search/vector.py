@@ -17,9 +17,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..embeddings.threads import usable_cores
 from ..index.backend import IndexBackend
 from ..index.schema import DatabaseError
 from ..index.vectors import ROOM
@@ -29,6 +31,7 @@ log = logging.getLogger(__name__)
 BACKGROUND_SAMPLE = 4096  # chunk vectors read per query to calibrate sqlite-vec scores
 LARGE = 250_000  # vectors from which the matrix is float16 with sign codes (see above)
 RESCORE = 2048  # candidates of the sign-code scan scored exactly
+CODE_BLOCK = 16384  # rows whose sign codes one thread makes at a time
 
 
 # (float16_from) -> (ids, matrix); the matrix may have more rows than ids: room for appends.
@@ -56,7 +59,11 @@ def sign_codes(rows: np.ndarray) -> np.ndarray:
     (bench/vector_scale.py --real); a rotation alone does not help, more bits do."""
     rows = np.atleast_2d(rows).astype(np.float32, copy=False)
     rotated = rows @ _rotation(rows.shape[1])
-    bits = np.packbits(np.concatenate([rows > 0, rotated > 0], axis=1), axis=1)
+    signs = (rows > 0, rotated > 0)
+    if rows.shape[1] % 8:  # a half would end inside a byte: pack the bits joined
+        bits = np.packbits(np.concatenate(signs, axis=1), axis=1)
+    else:  # each half on its own: the same bytes, without a copy of every bit
+        bits = np.concatenate([np.packbits(half, axis=1) for half in signs], axis=1)
     pad = -bits.shape[1] % 8
     if pad:
         bits = np.pad(bits, ((0, 0), (0, pad)))
@@ -211,12 +218,14 @@ class VectorIndex:
             self._go_large()
 
     def _go_large(self) -> None:
-        """float16 rows (half the memory) and their sign codes, built block by block."""
+        """float16 rows (half the memory) and their sign codes, built block by block on every
+        core (numpy lets go of the GIL): the codes took most of a million vectors' load."""
         mat = self._mat
         self._mat = mat.astype(np.float16, copy=False)
-        self._codes = np.concatenate(
-            [sign_codes(mat[i : i + 65536]) for i in range(0, len(mat), 65536)], axis=1
-        )
+        starts = range(0, len(mat), CODE_BLOCK)
+        with ThreadPoolExecutor(usable_cores(), thread_name_prefix="memory-ls-codes") as pool:
+            parts = list(pool.map(lambda i: sign_codes(mat[i : i + CODE_BLOCK]), starts))
+        self._codes = np.concatenate(parts, axis=1)
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self._n])
