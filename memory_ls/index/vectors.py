@@ -81,14 +81,21 @@ def _unit_rows(blobs: Sequence[bytes]) -> np.ndarray:
     return unit_f32(raw.reshape(len(blobs), -1))
 
 
-def blocks(conn: Any, size: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Every chunk vector in id order as (ids, unit float32 rows), ``size`` rows at a time."""
+def blocks(
+    conn: Any, size: int = 4096, stored: bool = False
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every chunk vector in id order as (ids, unit float32 rows), ``size`` rows at a time;
+    ``stored``: the float16 rows as stored, not made unit length again."""
     cur = conn.execute("SELECT id, embedding FROM chunk_vectors ORDER BY id")
     while rows := cur.fetchmany(size):
         dims = len(rows[0][1]) // 2
         rows = [r for r in rows if len(r[1]) == dims * 2]  # vectors of another size: skipped
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        yield ids, _unit_rows([r[1] for r in rows])
+        if stored:
+            raw = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
+            yield ids, raw.reshape(len(rows), dims)
+        else:
+            yield ids, _unit_rows([r[1] for r in rows])
 
 
 ROOM = 1 << 16  # rows of room at most after a load's vectors (50 MB of float16 at 384-d)
@@ -131,11 +138,14 @@ def _all_embeddings(
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros((0, dims_hint or 1), dtype=np.float32)
     ids = np.empty(n, dtype=np.int64)
-    large = 0 < float16_from <= n  # half the memory; the caller scans it by sign codes
+    # Half the memory: the caller scans it by sign codes and makes the rows it scores unit
+    # length (``unit_f32``), so they are kept as stored (making all of them unit length, then
+    # float16 again, took most of a million vectors' read).
+    large = 0 < float16_from <= n
     # Zeros: the room's pages are not touched until a vector goes there.
     mat = np.zeros((n + spare, int(dims)), dtype=np.float16 if large else np.float32)
     i = 0
-    for block_ids, block in blocks(conn):
+    for block_ids, block in blocks(conn, stored=large):
         take = min(len(block_ids), n - i)
         if block.shape[1] != dims or take <= 0:
             continue

@@ -18,12 +18,13 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
 from ..embeddings.threads import usable_cores
 from ..index.backend import IndexBackend
-from ..index.schema import DatabaseError
+from ..index.schema import DatabaseError, unit_f32
 from ..index.vectors import ROOM
 from .calibrate import Moments
 
@@ -227,6 +228,11 @@ class VectorIndex:
             parts = list(pool.map(lambda i: sign_codes(mat[i : i + CODE_BLOCK]), starts))
         self._codes = np.concatenate(parts, axis=1)
 
+    def _scored(self, rows: Any) -> np.ndarray:
+        """Rows as float32 unit vectors: the float16 rows of large mode are kept as stored,
+        and made unit length here, as every backend scores them (``unit_f32``)."""
+        return self._mat[rows] if self._codes is None else unit_f32(self._mat[rows])
+
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self._n])
         self._mat = self._mat[keep].copy()
@@ -280,14 +286,14 @@ class VectorIndex:
             self._per_version = (
                 self._version,
                 dead,
-                self._mat[sample].astype(np.float32),
+                self._scored(sample),
                 int(alive.sum()),
             )
         _, dead, background_rows, live = self._per_version
         differ = hamming(self._codes[:, :n], sign_codes(q))
         differ[dead] = np.iinfo(np.uint16).max  # never within the bound of live rows
         rows = nearest_rows(differ, max(RESCORE, 4 * k))
-        scores = self._mat[rows].astype(np.float32) @ q
+        scores = self._scored(rows) @ q
         m = Moments.of(background_rows @ q)
         return rows, scores, Moments(live, m.mean, m.mean_sq)
 
@@ -298,7 +304,7 @@ class VectorIndex:
             rows = [(cid, self._row[cid]) for cid in chunk_ids if cid in self._row]
             if not rows or self._mat.shape[1] != len(query):
                 return {}
-            sims = self._mat[[r for _, r in rows]].astype(np.float32) @ query.astype(np.float32)
+            sims = self._scored([r for _, r in rows]) @ query.astype(np.float32)
         return {cid: float(s) for (cid, _), s in zip(rows, sims, strict=True)}
 
 
