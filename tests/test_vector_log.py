@@ -108,31 +108,24 @@ def test_a_load_keeps_every_vector_another_process_did_not_change(tmp_path: Path
     writer, reader, follower = Store(path), Store(path, create=False), Store(path, create=False)
     with writer.transaction():
         writer.set_embeddings(unit_blobs([*range(1, 5), *range(6, 12)], 1), "m")
-    mark = []
+    scans = []
 
     def during_the_scan(sql: str) -> None:
-        if "FROM chunk_vectors ORDER BY id" in sql and len(mark) == 1:
+        if "FROM chunk_vectors ORDER BY id" in sql and not scans:
+            scans.append(sql)
             with writer.transaction():  # another process, as the scan starts
                 writer.set_embeddings(unit_blobs([5], 2), "m")
 
     def loader(large: int):
         reader.conn.set_trace_callback(during_the_scan)
         try:
-            mark[:] = [reader.vector_log.mark()]
             return reader.all_embeddings(large, room=True)
         finally:
             reader.conn.set_trace_callback(None)
 
-    def changes():
-        got = follower.vector_log.since(mark[0], 1024)
-        if got is None:
-            return None
-        mark[0], gone, changed = got
-        return gone, changed
-
-    live = VectorIndex(loader)
+    live = VectorIndex(loader, marker=reader.vector_log.mark)
     live.warm()
-    live.follow(changes)
+    live.follow(lambda mark: follower.vector_log.since(mark, 1024))
     fresh = VectorIndex(writer.all_embeddings)
     assert live_ids(live, 8) == live_ids(fresh, 8) == set(range(1, 12))
     for s in (writer, reader, follower):
@@ -173,13 +166,9 @@ def test_following_across_a_rebuild_copied_in_never_mixes_two_indexes(tmp_path: 
         rebuilt.set_embeddings(unit_blobs(range(1, 21), 3), "m")
     with agent.transaction():
         agent.set_embeddings(unit_blobs(range(1, 11), 1), "m")
-    mark = []
-
-    def loader(large: int):
-        mark[:] = [reader.vector_log.mark()]
-        return reader.all_embeddings(large, room=True)
-
-    live = VectorIndex(loader)
+    live = VectorIndex(
+        lambda large: reader.all_embeddings(large, room=True), marker=reader.vector_log.mark
+    )
     live.warm()
     with agent.transaction():
         agent.set_embeddings(unit_blobs(range(1, 4), 2), "m")
@@ -190,16 +179,12 @@ def test_following_across_a_rebuild_copied_in_never_mixes_two_indexes(tmp_path: 
         if "LEFT JOIN chunk_vectors" in sql:
             agent.replace_with(rebuilt)  # the other process's rebuild lands now
 
-    def changes():
+    def changes(mark):
         follower.conn.set_trace_callback(copy_in)
         try:
-            got = follower.vector_log.since(mark[0], 1024)
+            return follower.vector_log.since(mark, 1024)
         finally:
             follower.conn.set_trace_callback(None)
-        if got is None:
-            return None
-        mark[0], gone, changed = got
-        return gone, changed
 
     live.follow(changes)
     after = VectorIndex(agent.all_embeddings)
@@ -236,3 +221,67 @@ def test_the_log_keeps_its_last_entries_whatever_a_transaction_wrote(
         store.conn.execute("DELETE FROM chunk_vectors WHERE id <= 6")
     assert logged() == [4, 5, 6]
     store.close()
+
+
+def test_own_vectors_committed_before_a_load_that_holds_newer_ones_are_skipped(tmp_path: Path):
+    """This process commits a chunk's vector; before its in-memory rows hear of it, another
+    process gives the chunk a newer one and a load reads the rows past both. The news of the
+    own commit, landing late, must not put the older vector back over the newer (the log is
+    past both, so nothing would ever correct it)."""
+    from memory_ls.index.schema import f16_blob, f32_blob
+    from memory_ls.index.store import Store
+
+    path = tmp_path / "i.sqlite"
+    own, other, reader = Store(path), Store(path), Store(path, create=False)
+    with own.transaction():
+        own.set_embeddings(unit_blobs(range(1, 6), 1), "m")
+    live = VectorIndex(
+        lambda large: reader.all_embeddings(large, room=True), marker=reader.vector_log.mark
+    )
+    (older,) = unit_blobs([3], 2)
+    with own.transaction():
+        own.set_embeddings([older], "m")
+    at = own.committed
+    (newer,) = unit_blobs([3], 3)
+    with other.transaction():
+        other.set_embeddings([newer], "m")
+    live.warm()  # the first search, say: it reads the newer vector
+    late = np.frombuffer(f32_blob(f16_blob(older[1])), dtype=np.float32)
+    live.update([], [(3, late)], at=at)
+    q = np.frombuffer(f32_blob(f16_blob(newer[1])), dtype=np.float32)
+    assert live.search(q, 1)[0][0] == 3 and live.search(q, 1)[0][1] > 0.999
+    for s in (own, other, reader):
+        s.close()
+
+
+def test_own_writes_with_no_other_commit_between_move_the_rows_mark(tmp_path: Path):
+    """A large own backfill after the load filled the log past what a follow reads (and past
+    what the log keeps): the next commit of another process then loaded every vector again.
+    With no other commit in between, the rows' mark moves with the own writes."""
+    from memory_ls.index.store import Store
+
+    path = tmp_path / "i.sqlite"
+    own, other, reader = Store(path), Store(path), Store(path, create=False)
+    with own.transaction():
+        own.set_embeddings(unit_blobs(range(1, 11), 1), "m")
+    loads = []
+
+    def loader(large: int):
+        loads.append(large)
+        return reader.all_embeddings(large, room=True)
+
+    live = VectorIndex(loader, marker=reader.vector_log.mark)
+    live.warm()
+    backfill = unit_blobs(range(100, 1300), 2)  # more than a follow reads (1,024 here)
+    with own.transaction():
+        own.set_embeddings(backfill, "m")
+    vecs = [(i, np.frombuffer(b, dtype=np.float32)) for i, b in backfill]
+    live.update([], vecs, at=own.committed, alone=True)
+    assert live.mark == own.committed
+    with other.transaction():
+        other.set_embeddings(unit_blobs([5], 3), "m")
+    live.follow(lambda mark: other.vector_log.since(mark, 1024))
+    assert live.search(np.ones(8, dtype=np.float32), 1)  # answered from the followed rows
+    assert len(loads) == 1 and live.size == 1210
+    for s in (own, other, reader):
+        s.close()

@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -38,7 +38,7 @@ from ..index.sync import (
 )
 from ..index.vectors import Mark
 from ..index.writes import VectorUpdate
-from ..search.vector import Changes, VectorIndex
+from ..search.vector import Followed, VectorIndex
 from ..settings import Settings
 from ..text import rules_stamp
 from ..workspace import PathError, Workspace
@@ -99,10 +99,9 @@ class Indexer:
         self.dirty: set[str] = set()  # changed on disk, not indexed yet
         self.last_sync: SyncReport | None = None
         self.totals = {"cacheHits": 0, "cacheMisses": 0}
-        self.vectors = VectorIndex(self._load_vectors)
+        self.vectors = VectorIndex(self._load_vectors, marker=self._log_mark)
         self.reference: np.ndarray | None = None  # the calibration passages' vectors
         self._data_version: int | None = None
-        self._vector_mark: Mark | None = None  # where the loaded vectors stand in the log
         self.ctx = self._make_context()
         self.needs_rebuild = self._meta_changed()
 
@@ -114,7 +113,7 @@ class Indexer:
         self.writer.keep_vectors_for_sqlite_vec(wanted)
 
     def _make_context(self) -> IndexContext:
-        ctx = index_context(self.settings, self.workspace, self.policy.current, self.vectors.update)
+        ctx = index_context(self.settings, self.workspace, self.policy.current, self._own_vectors)
         return replace(ctx, cache_key=None) if self.keyword_only else ctx
 
     def _expected_meta(self) -> dict[str, str]:
@@ -143,21 +142,24 @@ class Indexer:
 
     def _load_vectors(self, float16_from: int) -> tuple[np.ndarray, np.ndarray]:
         with self.readers.borrow() as r:
-            # Read first: what commits during the load is in the log after it, applied again.
-            self._vector_mark = r.vector_log.mark()
             return r.all_embeddings(float16_from, room=True)
 
-    def _vector_changes(self) -> Changes | None:
-        """Other processes' vector writes since the matrix was loaded or last followed."""
+    def _log_mark(self) -> Mark | None:
+        with self.readers.borrow() as r:
+            return r.vector_log.mark()
+
+    def _vector_changes(self, mark: Mark | None) -> Followed | None:
+        """Other processes' vector writes since ``mark`` (the in-memory rows' place)."""
         try:
-            got = self.writer.vector_log.since(self._vector_mark, max(1024, self.vectors.size))
+            return self.writer.vector_log.since(mark, max(1024, self.vectors.size))
         except DatabaseError as exc:  # the search goes on; its vector side loads them all
             log.warning("changed vectors not read (%s); loading them all", exc)
             return None
-        if got is None:
-            return None
-        self._vector_mark, gone, changed = got
-        return gone, changed
+
+    def _own_vectors(self, removed: Sequence[int], added: Sequence[tuple[int, np.ndarray]]) -> None:
+        """This process's vector writes, at their commit (under the writer lock)."""
+        alone = self._data_version is not None and self.writer.data_version() == self._data_version
+        self.vectors.update(removed, added, self.writer.committed, alone)
 
     @contextmanager
     def reader(self) -> Iterator[Store]:

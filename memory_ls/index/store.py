@@ -47,6 +47,7 @@ class Store:
         self.cache = EmbeddingCache(self.conn)
         self.lines = LineVectors(self.conn)
         self.vector_log = vectors.VectorLog(self.conn)
+        self.committed: vectors.Mark | None = None
 
     @classmethod
     def open(cls, path: Path) -> Store:
@@ -89,6 +90,7 @@ class Store:
                 self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
             yield
             self.vector_log.prune()  # a row for each vector written or deleted: the last ones
+            self.committed = self.vector_log.mark()  # the log's place at this commit
             self.conn.execute("COMMIT")
         except BaseException:
             if self.conn.in_transaction:
@@ -107,9 +109,8 @@ class Store:
             fn()
 
     def replace_with(self, other: Store) -> None:
-        """Make this index a copy of ``other``. The SQLite backup API copies every page inside
-        one write transaction of this database: readers see the old index or the new one,
-        never a mix (a file rename is unsafe with WAL side files)."""
+        """Make this index a copy of ``other`` (SQLite's backup API, in one write transaction:
+        readers see the old index or the new one, never a mix; a rename is unsafe with WAL)."""
         other.conn.backup(self.conn)
         self.dims = other.dims
         self.has_vec_table = other.has_vec_table

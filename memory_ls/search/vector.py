@@ -25,7 +25,7 @@ import numpy as np
 from ..embeddings.threads import usable_cores
 from ..index.backend import IndexBackend
 from ..index.schema import DatabaseError, unit_f32
-from ..index.vectors import ROOM
+from ..index.vectors import ROOM, Mark
 from .calibrate import Moments
 
 log = logging.getLogger(__name__)
@@ -37,8 +37,9 @@ CODE_BLOCK = 16384  # rows whose sign codes one thread makes at a time
 
 # (float16_from) -> (ids, matrix); the matrix may have more rows than ids: room for appends.
 Loader = Callable[[int], tuple[np.ndarray, np.ndarray]]
-# Another writer's changes to apply: (chunk ids whose vectors are gone, (id, vector) to set).
-Changes = tuple[Sequence[int], Sequence[tuple[int, np.ndarray]]]
+# Another writer's changes to apply: (the log's position after them, chunk ids whose vectors
+# are gone, (id, vector) to set).
+Followed = tuple[Mark, Sequence[int], Sequence[tuple[int, np.ndarray]]]
 
 
 _ROTATIONS: dict[int, np.ndarray] = {}
@@ -101,9 +102,14 @@ def _grown(rows: np.ndarray, used: int, cap: int) -> np.ndarray:
 
 
 class VectorIndex:
-    def __init__(self, loader: Loader, *, large: int = LARGE):
+    def __init__(
+        self, loader: Loader, *, large: int = LARGE, marker: Callable[[], Mark | None] | None = None
+    ):
         # (float16_from) -> (ids, matrix) from the store; float16 rows from that many vectors on
         self._loader = loader
+        self._marker = marker  # where the store's log of changed vectors stands now
+        # Where the rows stand in that log: read before each load, moved by what is applied.
+        self.mark: Mark | None = None
         self._large = large
         self._codes: np.ndarray | None = None  # sign codes, in large mode only
         self._lock = threading.Lock()
@@ -129,21 +135,23 @@ class VectorIndex:
     def _drop(self) -> None:
         self._version += 1
         self._loaded = False
+        self.mark = None
         self._row = {}
         self._n = 0
 
-    def follow(self, changes: Callable[[], Changes | None]) -> None:
-        """Apply another writer's changes, which ``changes`` reads from the store's log (None:
-        they cannot be told, so the matrix is loaded again). Read under the lock, so that no
-        load lands between reading them and applying them."""
+    def follow(self, changes: Callable[[Mark | None], Followed | None]) -> None:
+        """Apply other writers' changes since ``mark``, which ``changes`` reads from the
+        store's log (None: they cannot be told, so the matrix is loaded again). Read under the
+        lock, so that no load lands between reading them and applying them."""
         with self._lock:
             if not self._loaded:
                 return  # the next load reads everything anyway
-            got = changes()
+            got = changes(self.mark)
             if got is None:
                 self._drop()
             else:
-                self._apply(*got)
+                self.mark, gone, changed = got
+                self._apply(gone, changed)
 
     def warm(self) -> None:
         """Load the matrix now (from a worker thread), so the first search does not pay for it."""
@@ -153,7 +161,10 @@ class VectorIndex:
     def _ensure(self) -> None:
         if self._loaded:
             return
+        # Read first: what commits during the load is in the log after it, applied again.
+        mark = self._marker() if self._marker is not None else None
         ids, mat = self._loader(self._large)  # mat may hold room for rows to come
+        self.mark = mark
         self._version += 1
         self._ids = ids
         self._mat = mat
@@ -165,10 +176,26 @@ class VectorIndex:
         self._row = {int(i): r for r, i in enumerate(ids)}
         self._loaded = True
 
-    def update(self, removed: Sequence[int], added: Sequence[tuple[int, np.ndarray]]) -> None:
-        """Apply the writer's changes; a no-op until the matrix is first loaded."""
+    def update(
+        self,
+        removed: Sequence[int],
+        added: Sequence[tuple[int, np.ndarray]],
+        at: Mark | None = None,
+        alone: bool = False,
+    ) -> None:
+        """Apply this process's committed changes; a no-op until the matrix is first loaded.
+        ``at``: the log's position at their commit. Rows loaded or followed at or past it hold
+        them already, or newer ones (another process may have changed the same chunks since);
+        rows of another log (an index rebuilt meanwhile) are not theirs. ``alone``: no other
+        process committed since the rows' mark, so it moves to ``at`` (else the next follow
+        re-reads these changes, and a large own backfill would have it load everything)."""
         with self._lock:
+            held = self.mark
+            if at is not None and held is not None and (at[0] != held[0] or at[1] <= held[1]):
+                return
             self._apply(removed, added)
+            if alone and at is not None and self.mark is not None and self._loaded:
+                self.mark = at
 
     def _apply(self, removed: Sequence[int], added: Sequence[tuple[int, np.ndarray]]) -> None:
         if not self._loaded:
