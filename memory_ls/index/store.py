@@ -89,8 +89,7 @@ class Store:
                 # Another process (a CLI, a rebuild) may have made or dropped it since we looked.
                 self.has_vec_table = schema.has_table(self.conn, "chunks_vec")
             yield
-            self.vector_log.prune()  # a row for each vector written or deleted: the last ones
-            self.committed = self.vector_log.mark()  # the log's place at this commit
+            self.committed = self.vector_log.before_commit()
             self.conn.execute("COMMIT")
         except BaseException:
             if self.conn.in_transaction:
@@ -100,6 +99,7 @@ class Store:
         callbacks, self._after_commit = self._after_commit, []
         for fn in callbacks:
             fn()
+        self.committed = None  # a write outside a transaction has no place of its own
 
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` when the current transaction commits (at once outside a transaction)."""

@@ -213,6 +213,12 @@ class VectorLog:
         vecs = _unit_rows([b for _, b in live]) if live else np.zeros((0, 1), np.float32)
         return now, gone, [(cid, vecs[k]) for k, (cid, _) in enumerate(live)]
 
+    def before_commit(self) -> Mark | None:
+        """The writer, in its transaction: the log pruned, and its place at this commit (each
+        vector written or deleted adds a row; the last ``KEPT_CHANGES`` are kept)."""
+        self.prune()
+        return self.mark()
+
     def prune(self) -> None:
         """Drop all but the last ``KEPT_CHANGES`` entries (the writer, before each commit)."""
         # An older version's rebuild leaves a file without the log: nothing to prune.
