@@ -139,40 +139,53 @@ def test_nan_and_infinity_are_not_integers(value: float):
         parse_search({"query": "x", "maxResults": value}, MCP)
 
 
-def test_a_lone_surrogate_or_a_malformed_mcp_line_gets_an_answer(ws: Path, tmp_path: Path):
-    """A JavaScript client that cuts a string inside an emoji sends "\\ud83d" alone: valid JSON,
-    not UTF-8. The SDK refused the whole line and the agent waited for its timeout."""
-    args = [sys.executable, "-m", "memory_ls", "mcp", "-w", str(ws)]
-    args += ["--index", str(tmp_path / "i.sqlite")]
-    proc = subprocess.Popen(
-        args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
-    answers: queue.Queue[dict] = queue.Queue()
+class Wire:
+    """The real `memory-ls mcp` over stdio: lines sent as given, answers read as they come."""
 
-    def read() -> None:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            answers.put(json.loads(raw))
+    def __init__(self, ws: Path, tmp_path: Path):
+        args = [sys.executable, "-m", "memory_ls", "mcp", "-w", str(ws)]
+        args += ["--index", str(tmp_path / "i.sqlite")]
+        self.proc = subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.answers: queue.Queue[dict] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
 
-    threading.Thread(target=read, daemon=True).start()
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self.answers.put(json.loads(raw))
 
-    def send(line: str) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(line.encode() + b"\n")
-        proc.stdin.flush()
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
 
-    def answer(id_: int) -> dict:
+    def answer(self, id_: int | str) -> dict:
         while True:
-            got = answers.get(timeout=30)
+            got = self.answers.get(timeout=30)
             if got.get("id") == id_:
                 return got
 
-    try:
+    def initialize(self) -> None:
         init = {"protocolVersion": "2025-06-18", "capabilities": {}}
         init["clientInfo"] = {"name": "t", "version": "1"}
-        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
-        assert "result" in answer(1)
-        send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+        assert "result" in self.answer(1)
+        self.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+def test_a_lone_surrogate_or_a_malformed_mcp_line_gets_an_answer(ws: Path, tmp_path: Path):
+    """A JavaScript client that cuts a string inside an emoji sends "\\ud83d" alone: valid JSON,
+    not UTF-8. The SDK refused the whole line and the agent waited for its timeout."""
+    wire = Wire(ws, tmp_path)
+    send, answers, answer = wire.send, wire.answers, wire.answer
+    try:
+        wire.initialize()
         call = '{"name": "memory_search", "arguments": {"query": "dark mode \\ud83d"}}'
         send(f'{{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {call}}}')
         got = answer(2)["result"]
@@ -195,8 +208,24 @@ def test_a_lone_surrogate_or_a_malformed_mcp_line_gets_an_answer(ws: Path, tmp_p
         send('{"jsonrpc": "2.0", "id": 6, "method": "ping"}')
         assert answers.get(timeout=30) == {"jsonrpc": "2.0", "id": 6, "result": {}}
     finally:
-        proc.kill()
-        proc.wait(timeout=10)
+        wire.close()
+
+
+def test_a_malformed_mcp_line_with_a_lone_surrogate_in_its_id_gets_an_answer(
+    ws: Path, tmp_path: Path
+):
+    """The invalid-request error echoed the id as sent, lone surrogate and all: the SDK could
+    not write it out, and its writer's failure took the whole server down."""
+    wire = Wire(ws, tmp_path)
+    try:
+        wire.initialize()
+        wire.send('{"jsonrpc": "2.0", "id": "a\\ud83d", "method": 5}')
+        got = wire.answers.get(timeout=30)
+        assert got["id"] == "a\ufffd" and got["error"]["code"] == -32600, got
+        wire.send('{"jsonrpc": "2.0", "id": 7, "method": "ping"}')
+        assert wire.answer(7) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    finally:
+        wire.close()
 
 
 def test_an_out_of_range_number_is_quoted_as_sent():

@@ -123,7 +123,10 @@ def read_line(line: str) -> str | types.JSONRPCError | None:
     except ValueError:
         return _wire_error(None, types.PARSE_ERROR, "Parse error: the line is not JSON")
     if _SURROGATE_ESCAPE.search(line):
-        line = json.dumps(_clean(message), ensure_ascii=False) + "\n"
+        # The id an error echoes too: the SDK's writer cannot encode a lone surrogate, and its
+        # failure ended the server.
+        message = _clean(message)
+        line = json.dumps(message, ensure_ascii=False) + "\n"
     try:
         types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError:
