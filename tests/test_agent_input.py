@@ -245,3 +245,22 @@ def test_a_path_with_dot_segments_is_answered_under_its_key(ws: Path, tmp_path: 
         )
         with pytest.raises(PathError, match="outside the workspace"):
             e.get("memory/../../outside.md")
+
+
+@pytest.mark.parametrize("depth, text", [(100_000, "x"), (600, "\\ud83d")])
+def test_an_mcp_line_nested_too_deeply_gets_an_answer(
+    ws: Path, tmp_path: Path, depth: int, text: str
+):
+    """Python's JSON parser (and the surrogate cleaning after it) raised RecursionError on a
+    deeply nested line, which ended the server; the SDK's own parser refuses such a line."""
+    wire = Wire(ws, tmp_path)
+    try:
+        wire.initialize()
+        deep = "[" * depth + f'"{text}"' + "]" * depth
+        wire.send(f'{{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {{"a": {deep}}}}}')
+        got = wire.answers.get(timeout=30)
+        assert got["error"]["code"] in (-32700, -32600), got
+        wire.send('{"jsonrpc": "2.0", "id": 7, "method": "ping"}')
+        assert wire.answer(7) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    finally:
+        wire.close()

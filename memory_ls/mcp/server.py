@@ -120,13 +120,13 @@ def read_line(line: str) -> str | types.JSONRPCError | None:
         return None
     try:
         message = json.loads(line)  # keeps lone surrogates; a pair is one character already
-    except ValueError:
-        return _wire_error(None, types.PARSE_ERROR, "Parse error: the line is not JSON")
-    if _SURROGATE_ESCAPE.search(line):
-        # The id an error echoes too: the SDK's writer cannot encode a lone surrogate, and its
-        # failure ended the server.
-        message = _clean(message)
-        line = json.dumps(message, ensure_ascii=False) + "\n"
+        if _SURROGATE_ESCAPE.search(line):
+            # The id an error echoes too: the SDK's writer cannot encode a lone surrogate, and
+            # its failure ended the server.
+            message = _clean(message)
+            line = json.dumps(message, ensure_ascii=False) + "\n"
+    except (ValueError, RecursionError):  # nested too deeply: it ended the server
+        return _wire_error(None, types.PARSE_ERROR, "Parse error: not JSON, or nested too deeply")
     try:
         types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError:
