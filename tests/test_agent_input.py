@@ -205,6 +205,7 @@ def test_a_lone_surrogate_or_a_malformed_mcp_line_gets_an_answer(ws: Path, tmp_p
         got = answers.get(timeout=30)
         assert got["id"] is None and got["error"]["code"] == -32600, got
         send("")  # a blank line is nothing to answer
+        send('{"jsonrpc": "2.0", "id": 7, "result": []}')  # nor a response, even a malformed one
         send('{"jsonrpc": "2.0", "id": 6, "method": "ping"}')
         assert answers.get(timeout=30) == {"jsonrpc": "2.0", "id": 6, "result": {}}
     finally:

@@ -130,11 +130,18 @@ def read_line(line: str) -> str | types.JSONRPCError | None:
     try:
         types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError:
+        if isinstance(message, dict) and "method" not in message and message.keys() & RESPONSE:
+            # JSON-RPC never answers a response: the client would take it for its request's.
+            log.warning("a malformed response from the client, dropped: %.200s", line)
+            return None
         rid = message.get("id") if isinstance(message, dict) else None
         if isinstance(rid, bool) or not isinstance(rid, int | str):
             rid = None
         return _wire_error(rid, types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC message")
     return line
+
+
+RESPONSE = {"result", "error"}
 
 
 def _wire_error(rid: int | str | None, code: int, message: str) -> types.JSONRPCError:

@@ -70,12 +70,15 @@ def open_regular(path: Path, folders: int = 0) -> BinaryIO:
 
 
 _DIR_FD = os.open in os.supports_dir_fd  # not on Windows: there the file alone is checked
-_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+# O_PATH (Linux): a folder one may enter but not list opens too, as a path lookup would.
+_AT = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0)
+_FOLDER_FLAGS = _AT | getattr(os, "O_NOFOLLOW", 0)
 
 
 def _open_below(path: Path, folders: int) -> int:
+    folders = min(folders, len(path.parents) - 1)  # a key with ".." may count more
     names = path.parts[-1 - folders :]
-    at = os.open(path.parents[folders], os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    at = os.open(path.parents[folders], _AT)
     try:
         for name in names[:-1]:
             inner = os.open(name, _FOLDER_FLAGS, dir_fd=at)
