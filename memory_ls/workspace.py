@@ -80,6 +80,9 @@ class Workspace:
 
     def __init__(self, root: Path, settings: Settings):
         self.root = root.resolve()
+        # As it was opened: paths through a symlinked workspace folder (/tmp on macOS, a synced
+        # folder) are its files too; they were "outside the workspace" for memory/get.
+        self.opened = Path(os.path.abspath(root))
         self.settings = settings
         self.roots, self.config_problems = session_roots.configured(settings)
 
@@ -95,10 +98,12 @@ class Workspace:
         rooted = self._root_key(p)
         if rooted is not None and rooted[1]:
             return rooted[0]
-        try:
-            return p.relative_to(self.root).as_posix()
-        except ValueError:
-            return rooted[0] if rooted else None
+        for base in (self.root, self.opened):
+            try:
+                return p.relative_to(base).as_posix()
+            except ValueError:
+                continue
+        return rooted[0] if rooted else None
 
     def _root_key(self, p: Path) -> tuple[str, bool] | None:
         """(key, whether it is one of the root's transcripts) of a path under a root."""

@@ -265,3 +265,18 @@ def test_an_mcp_line_nested_too_deeply_gets_an_answer(
         assert wire.answer(7) == {"jsonrpc": "2.0", "id": 7, "result": {}}
     finally:
         wire.close()
+
+
+def test_paths_through_a_symlinked_workspace_folder_are_its_files(ws: Path, tmp_path: Path):
+    """A workspace opened through a symlink (/tmp on macOS, a synced folder): an absolute path
+    through the link was "outside the workspace" for memory/get, and an editor buffer given
+    that way was not indexed."""
+    link = tmp_path / "linked-ws"
+    link.symlink_to(ws, target_is_directory=True)
+    with MemoryEngine(link, Settings(provider="none"), index_path=tmp_path / "i.sqlite") as e:
+        e.sync()
+        assert e.get(str(link / "MEMORY.md")).path == "MEMORY.md"
+        assert e.set_document(str(link / "MEMORY.md"), "# Memory\n\nThe zebracorn rule.\n")
+        assert [h.path for h in e.search("zebracorn").results] == ["MEMORY.md"]
+        with pytest.raises(PathError, match="outside the workspace"):
+            e.get(str(tmp_path / "elsewhere.md"))

@@ -78,7 +78,7 @@ class MemoryEngine:
         if settings is None:
             settings, self.problems = load_settings(self.root)
         self.settings = resolve_paths(settings, self.root)
-        self.workspace = Workspace(self.root, self.settings)
+        self.workspace = Workspace(Path(root), self.settings)  # it keeps the path as opened too
         self.policy = ProviderPolicy(self.settings, provider)
         path = index_path or (
             self.settings.store.path and Path(self.settings.store.path).expanduser()
