@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,7 +140,9 @@ class Workspace:
             return self.key_of(Path(os.path.normpath(p))) or self.key_of(p.resolve()) or str(p)
         text = p.as_posix()
         if text.startswith(PREFIX):  # "sessions:name/.." must not become a workspace path
-            return text
+            name, _, sub = text[len(PREFIX) :].partition("/")
+            norm = posixpath.normpath(sub) if sub else ""
+            return text if norm.startswith("..") or norm == "." else f"{PREFIX}{name}/{norm}"
         # The key hits and citations use: "memory/../MEMORY.md" was answered under that name.
         return self.key_of(Path(os.path.normpath(self.root / p))) or text
 
@@ -187,7 +190,10 @@ class Workspace:
                     log.warning("sessions.globs: %s is not relative to the workspace", pattern)
                     continue
                 for p in sorted(self.root.glob(pattern)):
-                    if p.suffix == ".jsonl" and not any(_skip_dir(x) for x in p.parts[-8:-1]):
+                    if p.suffix != ".jsonl" or any(_skip_dir(x) for x in p.parts[-8:-1]):
+                        continue
+                    # A root's own transcript: its walk below adds it under the root's key.
+                    if (rooted := self._root_key(p)) is None or not rooted[1]:
                         add(p, "sessions")
             for r in self.roots.values():
                 trouble = session_roots.problem(r)

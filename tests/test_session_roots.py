@@ -334,7 +334,23 @@ def test_a_root_inside_the_workspace_keeps_its_key(tmp_path: Path) -> None:
     e = engine(ws, tmp_path, settings(SessionRoot(str(ws / "agent-logs"), globs=["[a-c]/*.jsonl"])))
     assert e.search("pangolin").results[0].path == "sessions:agent-logs/a/1.jsonl"
     assert e.get(str(ws / "agent-logs/a/1.jsonl")).path == "sessions:agent-logs/a/1.jsonl"
+    assert e.get("sessions:agent-logs/b/../a/1.jsonl").path == "sessions:agent-logs/a/1.jsonl"
     assert e.get(str(ws / "MEMORY.md")).path == "MEMORY.md"
+    e.close()
+
+
+def test_a_root_transcript_the_workspace_globs_match_too_is_indexed_once(tmp_path: Path) -> None:
+    # sessions.globs found it under its workspace path and the root under the root's key: two
+    # copies of every chunk in the results.
+    ws = make_ws(tmp_path)
+    write(ws, "agent-logs/a/1.jsonl", claude_line("user", "the pangolin ledger"))
+    s = settings(SessionRoot(str(ws / "agent-logs"), globs=["[a-c]/*.jsonl"]))
+    s.sessions.globs = ["agent-logs/**/*.jsonl"]
+    e = engine(ws, tmp_path, s)
+    assert [h.path for h in e.search("pangolin").results] == ["sessions:agent-logs/a/1.jsonl"]
+    assert [f.path for f in e.workspace.discover() if "pangolin" in f.abs_path.read_text()] == [
+        "sessions:agent-logs/a/1.jsonl"
+    ]
     e.close()
 
 
