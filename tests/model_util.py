@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from memory_ls.embeddings import gguf_convert, models
+from memory_ls.engine import MemoryEngine
+from memory_ls.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / ".cache"
@@ -235,3 +237,13 @@ def write_tiny_llama(path: Path) -> Path:
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+def model_engine(root: Path, idx: Path, model_path: Path, **store: object) -> MemoryEngine:
+    """A MemoryEngine on ``root`` with the local model at ``model_path`` (``store.*`` settings
+    as keywords)."""
+    s = Settings(provider="local")
+    s.local.model_path = str(model_path)
+    for k, v in store.items():
+        setattr(s.store, k, v)
+    return MemoryEngine(root, s, index_path=idx)

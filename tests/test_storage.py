@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import fts_leaks, write
 from model_util import ensure_test_model
+from model_util import model_engine as engine
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.index.schema import FTS_TOKENIZER, SCHEMA_VERSION, connect
@@ -46,12 +47,6 @@ QUERIES = ["how do we throttle clients", "database choice", "rollback image", "t
 @pytest.fixture(scope="module")
 def model_path() -> Path:
     return ensure_test_model()
-
-
-def engine(root: Path, idx: Path, model_path: Path) -> MemoryEngine:
-    s = Settings(provider="local")
-    s.local.model_path = str(model_path)
-    return MemoryEngine(root, s, index_path=idx)
 
 
 def query(idx: Path, sql: str, *params: object) -> list[tuple]:

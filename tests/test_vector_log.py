@@ -10,22 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import write
-from model_util import ensure_test_model
+from model_util import ensure_test_model, model_engine
 
-from memory_ls.engine import MemoryEngine
 from memory_ls.search.vector import VectorIndex
-from memory_ls.settings import Settings
 
 
 @pytest.fixture(scope="module")
 def model_path() -> Path:
     return ensure_test_model()
-
-
-def model_engine(root: Path, idx: Path, model_path: Path) -> MemoryEngine:
-    s = Settings(provider="local")
-    s.local.model_path = str(model_path)
-    return MemoryEngine(root, s, index_path=idx)
 
 
 def live_ids(vectors: VectorIndex, dims: int) -> set[int]:

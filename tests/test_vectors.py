@@ -9,11 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import spy_submit, write
-from model_util import ensure_test_model
+from model_util import ensure_test_model, model_engine
 
-from memory_ls.engine import MemoryEngine
 from memory_ls.search.vector import VectorIndex
-from memory_ls.settings import Settings
 
 pytestmark = pytest.mark.model
 
@@ -21,14 +19,6 @@ pytestmark = pytest.mark.model
 @pytest.fixture(scope="module")
 def model_path() -> Path:
     return ensure_test_model()
-
-
-def model_engine(root: Path, idx: Path, model_path: Path, **store) -> MemoryEngine:
-    s = Settings(provider="local")
-    s.local.model_path = str(model_path)
-    for k, v in store.items():
-        setattr(s.store, k, v)
-    return MemoryEngine(root, s, index_path=idx)
 
 
 def test_hybrid_search_finds_meaning_not_just_words(ws: Path, tmp_path: Path, model_path: Path):
