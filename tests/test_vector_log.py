@@ -278,3 +278,26 @@ def test_own_writes_with_no_other_commit_between_move_the_rows_mark(tmp_path: Pa
     assert len(loads) == 1 and live.size == 1210
     for s in (own, other, reader):
         s.close()
+
+
+@pytest.mark.model
+def test_every_file_of_one_own_commit_reaches_the_vectors(
+    ws: Path, tmp_path: Path, model_path: Path
+):
+    """A sync commits up to 200 files in one transaction, and each file tells the in-memory
+    vectors of its own changes, all with the same place in the log. With no other process
+    about, the first one moves the rows' mark to that place: the others must still apply
+    (they were skipped as held already, and no follow would ever bring them)."""
+    e = model_engine(ws, tmp_path / "i.sqlite", model_path)
+    with e:
+        e.sync()
+        e.search("dark mode")  # loads the vectors, notes the data version
+        mem = ws / "memory"
+        (mem / "2026-01-10-api-design.md").rename(mem / "x-api.md")
+        (mem / "2026-02-01-deploy.md").rename(mem / "y-deploy.md")
+        e.sync(embed=False)  # both renamed notes in one commit, their vectors from the cache
+        hit = e.search("Deploys go through GitHub Actions", mode="vector", min_score=0)
+        assert hit.results[0].path == "memory/y-deploy.md"
+        fresh = VectorIndex(e.indexer.writer.all_embeddings)
+        dims = e.provider.dims
+        assert live_ids(e.vectors, dims) == live_ids(fresh, dims)

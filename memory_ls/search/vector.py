@@ -110,6 +110,8 @@ class VectorIndex:
         self._marker = marker  # where the store's log of changed vectors stands now
         # Where the rows stand in that log: read before each load, moved by what is applied.
         self.mark: Mark | None = None
+        # The mark own writes moved the rows to: the other files of that same commit share it.
+        self._carried: Mark | None = None
         self._large = large
         self._codes: np.ndarray | None = None  # sign codes, in large mode only
         self._lock = threading.Lock()
@@ -135,7 +137,7 @@ class VectorIndex:
     def _drop(self) -> None:
         self._version += 1
         self._loaded = False
-        self.mark = None
+        self.mark = self._carried = None
         self._row = {}
         self._n = 0
 
@@ -151,6 +153,7 @@ class VectorIndex:
                 self._drop()
             else:
                 self.mark, gone, changed = got
+                self._carried = None
                 self._apply(gone, changed)
 
     def warm(self) -> None:
@@ -164,7 +167,7 @@ class VectorIndex:
         # Read first: what commits during the load is in the log after it, applied again.
         mark = self._marker() if self._marker is not None else None
         ids, mat = self._loader(self._large)  # mat may hold room for rows to come
-        self.mark = mark
+        self.mark, self._carried = mark, None
         self._version += 1
         self._ids = ids
         self._mat = mat
@@ -191,11 +194,16 @@ class VectorIndex:
         re-reads these changes, and a large own backfill would have it load everything)."""
         with self._lock:
             held = self.mark
-            if at is not None and held is not None and (at[0] != held[0] or at[1] <= held[1]):
+            if (
+                at is not None
+                and held is not None
+                and at != self._carried
+                and (at[0] != held[0] or at[1] <= held[1])
+            ):
                 return
             self._apply(removed, added)
             if alone and at is not None and self.mark is not None and self._loaded:
-                self.mark = at
+                self.mark = self._carried = at
 
     def _apply(self, removed: Sequence[int], added: Sequence[tuple[int, np.ndarray]]) -> None:
         if not self._loaded:
