@@ -83,7 +83,9 @@ class Workspace:
         self.root = root.resolve()
         # As it was opened: paths through a symlinked workspace folder (/tmp on macOS, a synced
         # folder) are its files too; they were "outside the workspace" for memory/get.
-        self.opened = Path(os.path.abspath(root))
+        opened = Path(os.path.abspath(root))
+        # abspath drops "link/.." by its spelling: then it names another folder, not this one.
+        self.opened = opened if opened.resolve() == self.root else self.root
         self.settings = settings
         self.roots, self.config_problems = session_roots.configured(settings)
 

@@ -280,3 +280,24 @@ def test_paths_through_a_symlinked_workspace_folder_are_its_files(ws: Path, tmp_
         assert [h.path for h in e.search("zebracorn").results] == ["MEMORY.md"]
         with pytest.raises(PathError, match="outside the workspace"):
             e.get(str(tmp_path / "elsewhere.md"))
+
+
+def test_a_folder_opened_as_link_dotdot_does_not_take_in_its_lexical_namesake(
+    ws: Path, tmp_path: Path
+):
+    """Opened as a/b/../ws where a/b is a symlink: the folder is the link target's sibling
+    ws, while a/ws, what the spelling reads as, is another folder. Its files are outside the
+    workspace: they were answered with, and their buffers indexed as, the workspace's own."""
+    (tmp_path / "deep").mkdir()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "b").symlink_to(tmp_path / "deep", target_is_directory=True)
+    other = tmp_path / "a" / "ws"
+    write(other, "MEMORY.md", "# Other\n\nAnother folder's memory.\n")
+    opened = tmp_path / "a" / "b" / ".." / "ws"
+    assert opened.resolve() == ws.resolve()
+    with MemoryEngine(opened, Settings(provider="none"), index_path=tmp_path / "i.sqlite") as e:
+        e.sync()
+        with pytest.raises(PathError, match="outside the workspace"):
+            e.get(str(other / "MEMORY.md"))
+        assert not e.set_document(str(other / "MEMORY.md"), "# Other\n\nThe zebracorn rule.\n")
+        assert e.search("zebracorn").results == []
