@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -158,7 +158,9 @@ class Indexer:
 
     def _own_vectors(self, removed: Sequence[int], added: Sequence[tuple[int, np.ndarray]]) -> None:
         """This process's vector writes, at their commit (under the writer lock)."""
-        alone = self._data_version is not None and self.writer.data_version() == self._data_version
+        alone = False  # raising here would leave the commit's later files untold, for good
+        with suppress(DatabaseError):
+            alone = self.writer.data_version() == self._data_version
         self.vectors.update(removed, added, self.writer.committed, alone)
 
     @contextmanager
@@ -199,11 +201,8 @@ class Indexer:
         self.totals["cacheMisses"] += report.embedded
 
     def _rebuild(self, reason: str, progress: Progress | None) -> SyncReport:
-        """Build a fresh index beside the old one, then copy it over in one transaction.
-
-        The old index keeps answering searches meanwhile; if anything fails, the temporary
-        file is removed and the old index stays as it was.
-        """
+        """Build a fresh index beside the old one, then copy it over in one transaction; the
+        old one answers meanwhile, and stays as it was if anything fails (the file goes)."""
         report = SyncReport(reason, full=True)
         tmp = self.index_path.with_name(f"{self.index_path.name}.rebuild-{os.getpid()}")
         side_files = (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"))
@@ -299,8 +298,7 @@ class Indexer:
         return report.embedded - before
 
     def _provider_changed(self) -> None:
-        # The next sync rebuilds safely for the new provider; the embedding cache keeps what
-        # both already paid for.
+        # The next sync rebuilds safely; the embedding cache keeps what both providers paid for.
         with self.lock:
             self.ctx = self._make_context()
             self.needs_rebuild = self._meta_changed()
