@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -371,3 +373,37 @@ def test_another_process_s_vector_writes_are_followed_not_reloaded(
         agent.sync()  # pruning a log that is not there is no error
         matches_a_fresh_load()
         assert len(loads) == 3
+
+
+def test_a_search_does_not_wait_for_seconds_of_vector_loading(
+    ws: Path, tmp_path: Path, model_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A million vectors take about 5 s to load (after a restart, a rebuild, a model change);
+    a search that asks for no mode loaded them itself, holding the editor's request that long.
+    It now waits at most sync.searchBudgetMs for a load in the background and answers with
+    keywords meanwhile, saying so; one that asks for hybrid still waits."""
+    with model_engine(ws, tmp_path / "i.sqlite", model_path) as e:
+        e.sync()
+        go = threading.Event()
+        real = e.vectors._loader
+
+        def slow(large: int):
+            go.wait(30)  # as long as a large index's load
+            return real(large)
+
+        monkeypatch.setattr(e.vectors, "_loader", slow)
+        e.vectors.invalidate()
+        t0 = time.perf_counter()
+        first = e.search("how do we throttle clients")
+        assert time.perf_counter() - t0 < 5
+        assert first.mode == "keyword" and "still loading" in (first.fallback_reason or "")
+        assert first.results[0].path == "memory/2026-01-10-api-design.md"
+        asked: list[str] = []
+        waiting = threading.Thread(target=lambda: asked.append(e.search("x", mode="hybrid").mode))
+        waiting.start()
+        waiting.join(1)
+        assert waiting.is_alive()  # hybrid asked for: it waits for the vectors
+        go.set()
+        waiting.join(30)
+        assert asked == ["hybrid"]
+        assert e.search("how do we throttle clients").mode == "hybrid"

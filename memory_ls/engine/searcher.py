@@ -111,6 +111,7 @@ class Searcher:
                 return answered
         check = not self.indexer.keyword_only
         qvec, why = self._query_vector(req, rebuilding=self.indexer.needs_rebuild, use=check)
+        wait = self.indexer.settings.sync.search_budget_ms / 1000
         with self.indexer.reader() as store:
             vectors: VectorIndex | SqliteVecIndex = self.indexer.vectors
             # Until the next sync has built sqlite-vec's table, the matrix answers.
@@ -118,6 +119,9 @@ class Searcher:
                 store.vec_table_ready()
             ):
                 vectors = SqliteVecIndex(store)
+            elif qvec is not None and req.mode == "auto" and not self.indexer.vectors.ready(wait):
+                # A search that asks for no mode does not wait for seconds of loading.
+                qvec, why = None, "the vectors are still loading; keyword results meanwhile"
             calibrate = qvec is not None and qs.calibrate != "off"
             reference = self.indexer.reference_vectors() if calibrate else None
             out = self._run(store, vectors, qvec, req, qs, reference)

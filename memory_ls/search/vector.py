@@ -116,6 +116,8 @@ class VectorIndex:
         self._codes: np.ndarray | None = None  # sign codes, in large mode only
         self._lock = threading.Lock()
         self._loaded = False
+        self._loading: threading.Thread | None = None  # a load in the background (``ready``)
+        self._starting = threading.Lock()
         self._ids = np.zeros(0, dtype=np.int64)
         self._mat = np.zeros((0, 1), dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
@@ -160,6 +162,28 @@ class VectorIndex:
         """Load the matrix now (from a worker thread), so the first search does not pay for it."""
         with self._lock:
             self._ensure()
+
+    def ready(self, wait_s: float) -> bool:
+        """Whether the rows are loaded, waiting at most ``wait_s`` for a load, which starts in
+        the background if none runs: a million vectors take seconds to load, and a search
+        that loaded them itself held its caller (an editor's request) that long."""
+        if self._loaded:
+            return True
+        with self._starting:
+            if self._loading is None or not self._loading.is_alive():
+                self._loading = threading.Thread(
+                    target=self._load_quietly, name="memory-ls-vectors", daemon=True
+                )
+                self._loading.start()
+            loading = self._loading
+        loading.join(wait_s)
+        return self._loaded
+
+    def _load_quietly(self) -> None:
+        try:
+            self.warm()
+        except Exception as exc:  # the next search that needs them starts another load
+            log.warning("the vectors did not load: %s", exc)
 
     def _ensure(self) -> None:
         if self._loaded:

@@ -221,7 +221,8 @@ class SyncSettings:
         250,
         "A search first indexes the files known to have changed, waiting at most this many "
         "milliseconds for the index writer (the language server waits at least 1 s for "
-        "pending edits).",
+        "pending edits). A search that asks for no mode also waits at most this long for the "
+        "vectors to load (seconds at a million chunks) and answers with keywords meanwhile.",
         minimum=0,
     )
     sessions: SessionsSyncSettings = field(default_factory=SessionsSyncSettings)
