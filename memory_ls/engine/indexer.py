@@ -157,11 +157,16 @@ class Indexer:
             return None
 
     def _own_vectors(self, removed: Sequence[int], added: Sequence[tuple[int, np.ndarray]]) -> None:
-        """This process's vector writes, at their commit (under the writer lock)."""
-        alone = False  # raising here would leave the commit's later files untold, for good
+        """This process's vector writes, at their commit (under the writer lock). Never
+        raises: the commit's later files would go untold, for good."""
+        alone = False
         with suppress(DatabaseError):
             alone = self.writer.data_version() == self._data_version
-        self.vectors.update(removed, added, self.writer.committed, alone)
+        try:
+            self.vectors.update(removed, added, self.writer.committed, alone)
+        except (MemoryError, ValueError) as exc:  # half applied: the next search loads them all
+            log.warning("in-memory vectors dropped (%s)", exc)
+            self.vectors.invalidate()
 
     @contextmanager
     def reader(self) -> Iterator[Store]:
@@ -407,13 +412,11 @@ class Indexer:
             return  # we are writing ourselves; check on the next search
         try:
             version = self.writer.data_version()
-            if self._data_version is None:
-                # The vectors may have loaded (a sync's warm) before another process's commit
-                # that this first version already counts: the log tells, at no cost if none.
+            # The first time too: the vectors may have loaded (a sync's warm) before another
+            # process's commit that this first version already counts (no cost if none).
+            if version != self._data_version:
                 self.vectors.follow(self._vector_changes)
-            elif version != self._data_version:
-                log.debug("the index was changed by another process; following its vectors")
-                self.vectors.follow(self._vector_changes)
+            if self._data_version is not None and version != self._data_version:
                 self.needs_rebuild = self._meta_changed()
                 if self.buffers and not self._reapply_buffers():
                     return  # the version stays unseen: the next search tries again
