@@ -301,3 +301,16 @@ def test_every_file_of_one_own_commit_reaches_the_vectors(
         fresh = VectorIndex(e.indexer.writer.all_embeddings)
         dims = e.provider.dims
         assert live_ids(e.vectors, dims) == live_ids(fresh, dims)
+
+
+@pytest.mark.parametrize("dims", [384, 100, 13])
+def test_sign_codes_pack_each_half_as_the_joined_bits_would(dims: int):
+    """The codes are packed a half at a time (no copy of every bit of a million rows): the
+    bytes must be those of packing both halves joined, whatever the dimensions."""
+    from memory_ls.search.vector import _rotation, sign_codes
+
+    rows = np.random.default_rng(dims).standard_normal((50, dims)).astype(np.float32)
+    joined = np.concatenate([rows > 0, rows @ _rotation(dims) > 0], axis=1)
+    bits = np.packbits(joined, axis=1)
+    bits = np.pad(bits, ((0, 0), (0, -bits.shape[1] % 8)))
+    assert np.array_equal(sign_codes(rows), np.ascontiguousarray(bits.view(np.uint64).T))

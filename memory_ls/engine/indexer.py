@@ -36,9 +36,9 @@ from ..index.sync import (
     remove_file,
     sync_keyword,
 )
-from ..index.vectors import Mark
+from ..index.vectors import Changes, Mark
 from ..index.writes import VectorUpdate
-from ..search.vector import Followed, VectorIndex
+from ..search.vector import VectorIndex
 from ..settings import Settings
 from ..text import rules_stamp
 from ..workspace import PathError, Workspace
@@ -148,7 +148,7 @@ class Indexer:
         with self.readers.borrow() as r:
             return r.vector_log.mark()
 
-    def _vector_changes(self, mark: Mark | None) -> Followed | None:
+    def _vector_changes(self, mark: Mark | None) -> Changes | None:
         """Other processes' vector writes since ``mark`` (the in-memory rows' place)."""
         try:
             return self.writer.vector_log.since(mark, max(1024, self.vectors.size))

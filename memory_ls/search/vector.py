@@ -25,7 +25,7 @@ import numpy as np
 from ..embeddings.threads import usable_cores
 from ..index.backend import IndexBackend
 from ..index.schema import DatabaseError, unit_f32
-from ..index.vectors import ROOM, Mark
+from ..index.vectors import ROOM, Changes, Mark
 from .calibrate import Moments
 
 log = logging.getLogger(__name__)
@@ -37,9 +37,6 @@ CODE_BLOCK = 16384  # rows whose sign codes one thread makes at a time
 
 # (float16_from) -> (ids, matrix); the matrix may have more rows than ids: room for appends.
 Loader = Callable[[int], tuple[np.ndarray, np.ndarray]]
-# Another writer's changes to apply: (the log's position after them, chunk ids whose vectors
-# are gone, (id, vector) to set).
-Followed = tuple[Mark, Sequence[int], Sequence[tuple[int, np.ndarray]]]
 
 
 _ROTATIONS: dict[int, np.ndarray] = {}
@@ -143,7 +140,7 @@ class VectorIndex:
         self._row = {}
         self._n = 0
 
-    def follow(self, changes: Callable[[Mark | None], Followed | None]) -> None:
+    def follow(self, changes: Callable[[Mark | None], Changes | None]) -> None:
         """Apply other writers' changes since ``mark``, which ``changes`` reads from the
         store's log (None: they cannot be told, so the matrix is loaded again). Read under the
         lock, so that no load lands between reading them and applying them."""
