@@ -409,11 +409,10 @@ def test_a_postings_budget_drops_the_most_common_words_first():
     assert drop_common(terms, df, n, 0.3, 60_000) == [("velsholummer", False), ("限", True)]
     assert drop_common(terms, df, n, 0.3, 250_000) == [terms[0], terms[1], terms[3]]
     assert drop_common(terms, df, n, 0.3, 0) == [terms[0], terms[1], terms[2], terms[3]]
-    # A word in 5% of chunks or fewer is never dropped (leaving out one of 2-5% cost ranking
-    # on SciFact), and one word always stays.
-    assert drop_common(terms[1:3], [15_000, 20_000], n, 0.3, 1_000) == terms[1:3]
-    assert drop_common(terms[1:3], [30_000, 50_000], n, 0.3, 1_000) == terms[1:3]
-    assert drop_common(terms[1:3], [30_000, 51_000], n, 0.3, 1_000) == terms[1:2]
+    # A word in 1% of chunks or fewer is never dropped (the chunks holding only such words
+    # would be missed), and one word always stays.
+    assert drop_common(terms[1:3], [5_000, 10_000], n, 0.3, 1_000) == terms[1:3]
+    assert drop_common(terms[1:3], [9_000, 10_001], n, 0.3, 1_000) == terms[1:2]
     assert drop_common(terms[2:3], [274_000], n, 0.3, 1_000) == terms[2:3]
 
 

@@ -183,3 +183,53 @@ def test_a_chunk_rewritten_during_a_split_search_is_still_found(
                 scan.close()
     finally:
         e.close()
+
+
+def test_words_left_out_are_scored_back_for_the_chunks_found(engine: MemoryEngine):
+    """Words left out of the FTS5 query for speed still count in the BM25 of every chunk the
+    other words find: the answer is the whole query's best among the chunks that hold one of
+    the kept words, with the same scores."""
+    with engine.indexer.reader() as store:
+        scan = KeywordScan(store.conn, store.path, cores=2)
+        try:
+            for kept, left, limit in (
+                ("vault", "redis", 10),
+                ("cron backoff", "ledger tenant", 25),
+                ("schema", "redis ledger quota", 60),
+                ("gateway", "rollback", 400),
+            ):
+                holding = {cid for cid, _ in scan.search(expr(kept), 10**6)}
+                whole = scan.search(expr(f"{kept} {left}"), 10**6)
+                want = [(cid, r) for cid, r in whole if cid in holding][:limit]
+                for postings in (0, 10**6):  # one query, and ranges on two connections
+                    got = scan.search(expr(kept), limit, postings, left_out=expr(left))
+                    assert [c for c, _ in got] == [c for c, _ in want]
+                    assert [r for _, r in got] == pytest.approx([r for _, r in want], abs=1e-9)
+                alone = scan.search(expr(kept), limit)
+                assert [c for c, _ in alone] != [c for c, _ in want]  # the left-out words count
+        finally:
+            scan.close()
+
+
+def test_a_word_over_the_postings_budget_still_ranks_the_chunks_found(tmp_path: Path):
+    """A query whose words match more chunks than ``query.keywordPostingsBudget`` leaves the
+    most common word out of the FTS5 query; the chunks the rarer word finds are still ranked
+    (and scored) as the whole query ranks them."""
+    root = tmp_path / "ws"
+    filler = "status update for the week"
+    for i in range(1100):
+        # "walrus" alone in 20 notes, with "deploy" in 10 more; "deploy" in a fifth of all.
+        word = "walrus" if i < 20 else "walrus deploy" if i < 30 else "deploy" if i % 5 == 0 else ""
+        write(root, f"memory/n{i:04}.md", f"# Note\n\n{filler} {word}\n")
+
+    def top(budget: int) -> list[tuple[str, float]]:
+        s = Settings(provider="none")
+        s.query.keyword_postings_budget = budget
+        with MemoryEngine(root, s, index_path=tmp_path / "i.sqlite") as e:
+            e.sync()
+            hits = e.search("walrus deploy", max_results=10, min_score=0).results
+            return [(h.path, h.score) for h in hits]
+
+    whole, budgeted = top(0), top(100)
+    assert [p for p, _ in whole] == [f"memory/n{i:04}.md" for i in range(20, 30)]
+    assert budgeted == whole

@@ -86,10 +86,14 @@ class UnsavedSource:
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:
         return self.store.doc_frequencies(words)  # only when the team search had no words
 
-    def fts_search(self, expr: str, limit: int, postings: int = 0) -> list[tuple[int, float]]:
+    def fts_search(
+        self, expr: str, limit: int, postings: int = 0, left_out: str = ""
+    ) -> list[tuple[int, float]]:
         """FTS5 says which chunks match; their BM25 is counted as if these chunks were in the
         team index in place of the files' saved ones: the team's chunk and word counts with
-        theirs taken out and these put in, the team's average length."""
+        theirs taken out and these put in, the team's average length. A few texts: every
+        word counts, as on the team index (its search gets the words left out too)."""
+        expr = f"{expr} OR {left_out}" if left_out else expr
         everything = len(self.texts)
         matched = [cid for cid, _ in self.store.fts_within(expr, list(self.texts), everything)]
         if not matched:

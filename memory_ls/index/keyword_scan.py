@@ -55,11 +55,18 @@ class KeywordScan:
         self.cores = min(cores or usable_cores(), MAX_THREADS)
         self._siblings: list[Connection] = []
 
-    def search(self, expr: str, limit: int, postings: int = 0) -> list[Row]:
+    def search(self, expr: str, limit: int, postings: int = 0, left_out: str = "") -> list[Row]:
         """(chunk id, bm25 rank) best first (ranks are negative, lower is better).
 
         ``postings``: how many chunks the query's words are in, summed (0: unknown); it
-        decides how many ranges the search is split into."""
+        decides how many ranges the search is split into. ``left_out``: an OR expression of
+        words the query also had, left out of ``expr`` because scoring every chunk holding
+        them costs too much (see ``search.query.drop_common``); the chunks that hold one of
+        ``expr``'s words get their BM25 over the whole query (see ``_with_left_out``)."""
+        rows = self._search(expr, limit, postings)
+        return _with_left_out(self.conn, rows, expr, left_out, limit) if left_out else rows
+
+    def _search(self, expr: str, limit: int, postings: int) -> list[Row]:
         parts = min(self.cores, postings // SPLIT_FROM)
         if parts > 1:
             lo, hi = self.conn.execute(_BOUNDS).fetchone()
@@ -101,3 +108,23 @@ class KeywordScan:
 
 def _range(conn: Connection, expr: str, first: int, last: int, limit: int) -> list[Row]:
     return conn.execute(_RANGE, (expr, first, last, limit)).fetchall()
+
+
+def _with_left_out(
+    conn: Connection, rows: list[Row], expr: str, left_out: str, limit: int
+) -> list[Row]:
+    """The best ``limit`` chunks by BM25 over ``expr OR left_out``, among the chunks that hold
+    a word of ``expr``, given ``rows``: the best ``limit`` by BM25 over ``expr`` alone.
+
+    BM25 sums one term per query word, so a chunk holding no left-out word scores the same
+    over both, and one holding some scores more over the whole query. The chunks that hold
+    both kinds come from ``(expr) AND (left_out)``, scored over every word and cut to the best
+    ``limit``: FTS5 steps through the rarer words' chunks and skips ahead in the common
+    words' lists, scoring only the chunks holding both (reading a common word's whole list
+    once more, for its IDF, without scoring a row: about 2 ms for 60,000 chunks). A chunk
+    of the true best ``limit`` is either among those or holds no left-out word, and then
+    fewer than ``limit`` chunks score above it over ``expr`` alone: it is in ``rows``."""
+    both = _range(conn, f"({expr}) AND ({left_out})", _FIRST, _LAST, limit)
+    merged = dict(rows)
+    merged.update(both)
+    return sorted(merged.items(), key=lambda r: (r[1], r[0]))[:limit]

@@ -22,7 +22,7 @@ from ..chunking import Chunk
 from ..text import fts_text
 from . import schema, vectors
 from .cache import EmbeddingCache
-from .keyword_scan import KeywordScan
+from .keyword_scan import KeywordScan, Row
 from .line_vectors import LineVectors
 from .rows import ChunkRow, ChunkState, FileInfo, FileState, FileText, stored_line_map, to_blob
 from .schema import DatabaseError, connect, f16_blob, f32_blob, move_aside
@@ -401,10 +401,10 @@ class Store:
         """For each query word, the number of chunks holding it, and the number of chunks."""
         return self._df.count(words)
 
-    def fts_search(self, expr: str, limit: int, postings: int = 0) -> list[tuple[int, float]]:
-        return self._bm25.search(expr, limit, postings)
+    def fts_search(self, expr: str, limit: int, postings: int = 0, left_out: str = "") -> list[Row]:
+        return self._bm25.search(expr, limit, postings, left_out)
 
-    def fts_within(self, expr: str, ids: Sequence[int], limit: int) -> list[tuple[int, float]]:
+    def fts_within(self, expr: str, ids: Sequence[int], limit: int) -> list[Row]:
         return self._bm25.search_within(expr, ids, limit)
 
     def vec_table_ready(self) -> bool:

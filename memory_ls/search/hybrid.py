@@ -193,6 +193,7 @@ def run(
     all_terms: list[tuple[str, bool]] = []
     df: list[int] = []
     total = postings = 0
+    left_out = ""  # words the postings budget left out, which the backend may score back
     asked: tuple[str, ...] = ()
     if use_text:
         all_terms = terms = query_terms(words)
@@ -207,6 +208,9 @@ def run(
             )
         expr = match_expression(terms)
         postings = sum(n for t, n in zip(all_terms, df, strict=True) if t in terms)
+        common = qs.common_term_fraction * total
+        budgeted = [t for t, n in zip(all_terms, df, strict=True) if t not in terms and n <= common]
+        left_out = match_expression(budgeted) or ""
 
     cands: dict[int, Candidate] = {}
     bm25: dict[int, float] = {}
@@ -220,7 +224,7 @@ def run(
         assert vectors is not None and qvec is not None
         beside = _SIDES.submit(vectors.knn, qvec, pool)
     if expr:
-        for rank, (cid, bm) in enumerate(store.fts_search(expr, pool, postings), start=1):
+        for rank, (cid, bm) in enumerate(store.fts_search(expr, pool, postings, left_out), start=1):
             cands[cid] = Candidate(cid, text_rank=rank)
             bm25[cid] = bm
     if use_vec and words.strip():

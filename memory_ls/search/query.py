@@ -82,11 +82,13 @@ def match_expression(terms: list[tuple[str, bool]]) -> str | None:
     return " OR ".join(parts) if parts else None
 
 
-# The postings budget leaves out only words in more than this share of all chunks. Scaled to
-# SciFact (a budget of 400 postings over its 7,477 chunks, the default's share at a million
-# chunks) a floor of 2% cost 0.053 keyword / 0.019 hybrid nDCG@10 against no budget, 5% cost
-# 0.023 / 0.008; at 1.1M synthetic chunks both gave keyword p95 21-22 ms (10%: 29 ms).
-DROP_FLOOR = 0.05
+# The postings budget leaves out only words in more than this share of all chunks. The chunks
+# holding a kept word still get their BM25 over the words left out (keyword_scan.py), so what
+# a floor costs is the chunks that hold only such words. Scaled to SciFact (a budget of 200
+# postings over its 7,477 chunks, the default's share at a million chunks) keyword nDCG@10 is
+# 0.689 with 1%, 0.694 with 2%, 0.700 with no budget; at 1.1M synthetic chunks keyword p95 is
+# 17.5-17.8 ms with 1%, 19.7 with 2% (README, Performance).
+DROP_FLOOR = 0.01
 
 
 def drop_common(
@@ -98,13 +100,15 @@ def drop_common(
 ) -> list[tuple[str, bool]]:
     """Terms minus those in more than ``fraction`` of all chunks, unless that would leave none;
     then, while the kept words match more than ``postings`` chunks in all (0: no bound), the
-    most common one of them goes if it is in more than DROP_FLOOR (5%) of all chunks.
+    most common one of them goes if it is in more than DROP_FLOOR (1%) of all chunks.
 
     FTS5 computes BM25 for every chunk matching any OR'ed term, so one very common word costs
     a pass over a large part of the index while adding almost nothing to the ranking (its
     IDF is near zero): dropping it is what keeps hybrid p95 flat as the index grows. At a
     million chunks a word in a fifth of them is 220,000 BM25 scores (about 130 ms) for an IDF
     of 1.5, beside words of IDF 5-6 that decide the ranking: hence the bound on postings.
+    Words left out by the bound (not those over ``fraction``) are scored back for the chunks
+    that hold a kept word (``index/keyword_scan.py``).
     """
     if total < 1000:  # small indexes are fast anyway, and frequencies there are noisy
         return terms

@@ -326,8 +326,12 @@ class PgStore:
         """The namespace's chunks and their average length in tokens (BM25's N and avgdl)."""
         return keyword.totals(self)
 
-    def fts_search(self, expr: str, limit: int, postings: int = 0) -> list[tuple[int, float]]:
-        return keyword.search(self, expr, limit)  # the server plans its own parallelism
+    def fts_search(
+        self, expr: str, limit: int, postings: int = 0, left_out: str = ""
+    ) -> list[tuple[int, float]]:
+        # The whole query: the server plans its own parallelism, and ``keyword.search`` picks
+        # the rarer words to find chunks by and scores every word.
+        return keyword.search(self, f"{expr} OR {left_out}" if left_out else expr, limit)
 
     def vec_search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         return vectors.knn(self, query, k)

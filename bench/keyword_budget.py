@@ -1,0 +1,133 @@
+"""Keyword search at a million chunks under `query.keywordPostingsBudget`: latency and how far
+the answers move from an unbudgeted search.
+
+Builds perf.py's synthetic workspace as a keyword-only index (about 2.5 minutes and 3 GB at a
+million chunks; `--keep DIR` keeps it for the next run), then runs its queries in keyword mode
+under each variant, one process per variant and round, alternating: this tree with the shipped
+settings, this tree with `--set` overrides, a baseline revision (`--baseline REV`, a git
+worktree) and this tree with no budget at all (the reference). It prints p50 / p95 of
+``engine.search`` and, per variant, how many of the reference's top 10 it returns and how often
+its first hit is the reference's.
+
+    python bench/keyword_budget.py --chunks 1000000 --baseline HEAD~1
+    python bench/keyword_budget.py --keep /tmp/kw --set query.keywordPostingsBudget=20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import apply_overrides, env_isolate, log, md_table, parse_overrides  # noqa: E402
+from perf import Corpus, lat  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def build(folder: Path, chunks: int, seed: int, n_queries: int) -> None:
+    """The workspace, its keyword index and the queries, unless ``folder`` holds them."""
+    if (folder / "queries.json").exists():
+        return
+    from memory_ls.engine import MemoryEngine
+    from memory_ls.settings import Settings
+
+    corpus = Corpus(seed)
+    corpus.write_workspace(folder / "ws", max(100, chunks // 110), chunks)
+    t0 = time.perf_counter()
+    with MemoryEngine(
+        folder / "ws", Settings(), provider=None, index_path=folder / "kw.sqlite"
+    ) as engine:
+        engine.sync("bench")
+        log(f"indexed {engine.status()['chunks']} chunks in {time.perf_counter() - t0:.0f} s")
+    (folder / "queries.json").write_text(json.dumps(corpus.queries(n_queries)))
+
+
+def measure(folder: Path, overrides: list[str]) -> dict[str, Any]:
+    from memory_ls.engine import MemoryEngine
+    from memory_ls.settings import Settings
+
+    settings = Settings()
+    apply_overrides(settings, parse_overrides(overrides))
+    queries = json.loads((folder / "queries.json").read_text())
+    times, answers = [], []
+    with MemoryEngine(folder / "ws", settings, provider=None, index_path=folder / "kw.sqlite") as e:
+        for q in queries[:10]:  # connections, statements, the page cache
+            e.search(q, mode="keyword")
+        for q in queries:
+            t0 = time.perf_counter()
+            resp = e.search(q, mode="keyword", max_results=10, min_score=0)
+            times.append((time.perf_counter() - t0) * 1000)
+            answers.append([f"{h.path}#{h.start_line}" for h in resp.results])
+    return {"latency": lat(times), "answers": answers}
+
+
+def agreement(answers: list[list[str]], reference: list[list[str]]) -> tuple[float, float]:
+    """(share of the reference's top 10 returned, share of queries with its first hit)."""
+    shared = sum(len(set(a) & set(r)) for a, r in zip(answers, reference, strict=True))
+    first = sum(1 for a, r in zip(answers, reference, strict=True) if a[:1] == r[:1])
+    return shared / max(1, sum(map(len, reference))), first / max(1, len(reference))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--chunks", type=int, default=1_000_000)
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--keep", type=Path, help="build into (or reuse) this folder")
+    ap.add_argument("--baseline", help="a git revision, measured with its shipped settings")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)  # folder, tree, overrides
+    args = ap.parse_args(argv)
+    if args.measure:
+        folder, tree, overrides = args.measure
+        sys.path.insert(0, tree)  # ahead of this checkout, which common.py put first
+        env_isolate(Path(folder))
+        print(json.dumps(measure(Path(folder), json.loads(overrides))))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="memory-ls-kwbudget-") as name:
+        folder = args.keep or Path(name)
+        folder.mkdir(parents=True, exist_ok=True)
+        env_isolate(folder)
+        build(folder, args.chunks, args.seed, args.queries)
+        variants: list[tuple[str, str, list[str]]] = [("this tree", str(REPO), [])]
+        if args.set:
+            variants.append((f"this tree, {' '.join(args.set)}", str(REPO), args.set))
+        base = Path(name) / "baseline"
+        if args.baseline:
+            git = ["git", "-C", str(REPO), "worktree"]
+            subprocess.run([*git, "add", "-q", "--detach", str(base), args.baseline], check=True)
+            variants.append((f"baseline {args.baseline}", str(base), []))
+        variants.append(("no budget (reference)", str(REPO), ["query.keywordPostingsBudget=0"]))
+        runs: dict[str, list[dict[str, Any]]] = {}
+        try:
+            for turn in range(args.rounds):
+                for label, tree, sets in variants:
+                    cmd = [sys.executable, __file__, "--measure", str(folder), tree]
+                    out = subprocess.run(
+                        [*cmd, json.dumps(sets)], capture_output=True, text=True, check=True
+                    )
+                    runs.setdefault(label, []).append(json.loads(out.stdout.splitlines()[-1]))
+                    log(f"{label} round {turn + 1}: {runs[label][-1]['latency']}")
+        finally:
+            if args.baseline:
+                subprocess.run([*git, "remove", "--force", str(base)], check=False)
+        reference = runs["no budget (reference)"][-1]["answers"]
+        rows = []
+        for label, done in runs.items():
+            shared, first = agreement(done[-1]["answers"], reference)
+            spans = "; ".join("{p50:.1f} / {p95:.1f}".format(**d["latency"]) for d in done)
+            rows.append([label, spans, f"{shared:.1%}", f"{first:.1%}"])
+        print(md_table(["variant", "p50 / p95 ms per round", "top 10 shared", "same first"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
