@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python bench/eval.py` from a checkout
+if sys.path[:1] != [str(REPO)]:  # this checkout ahead of any installed (editable) memory-ls
     sys.path.insert(0, str(REPO))
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, before answers.py
 from answers import AnswerStats, no_answer_queries  # noqa: E402
 from common import (  # noqa: E402
     REPO,

@@ -1,16 +1,18 @@
-"""Keyword search at a million chunks under `query.keywordPostingsBudget`: latency and how far
-the answers move from an unbudgeted search.
+"""Search at a million chunks under `query.keywordPostingsBudget`: latency and how far the
+answers move from an unbudgeted search.
 
 Builds perf.py's synthetic workspace as a keyword-only index (about 2.5 minutes and 3 GB at a
-million chunks; `--keep DIR` keeps it for the next run), then runs its queries in keyword mode
-under each variant, one process per variant and round, alternating: this tree with the shipped
+million chunks), or with `--mode hybrid` with perf.py's random-projection vectors (about 9
+minutes more); `--keep DIR` keeps it for the next run. Then it runs the corpus's queries under
+each variant, one process per variant and round, alternating: this tree with the shipped
 settings, this tree with `--set` overrides, a baseline revision (`--baseline REV`, a git
 worktree) and this tree with no budget at all (the reference). It prints p50 / p95 of
-``engine.search`` and, per variant, how many of the reference's top 10 it returns and how often
-its first hit is the reference's.
+``engine.search`` (minus the query's vector time in hybrid mode) and, per variant, how many of
+the reference's top 10 it returns and how often its first hit is the reference's.
 
     python bench/keyword_budget.py --chunks 1000000 --baseline HEAD~1
     python bench/keyword_budget.py --keep /tmp/kw --set query.keywordPostingsBudget=20000
+    python bench/keyword_budget.py --mode hybrid --keep /tmp/hy --baseline HEAD~1
 """
 
 from __future__ import annotations
@@ -26,13 +28,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import apply_overrides, env_isolate, log, md_table, parse_overrides  # noqa: E402
-from perf import Corpus, lat  # noqa: E402
+from perf import Corpus, RandomProjectionProvider, lat  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def build(folder: Path, chunks: int, seed: int, n_queries: int) -> None:
-    """The workspace, its keyword index and the queries, unless ``folder`` holds them."""
+def provider(mode: str, seed: int) -> RandomProjectionProvider | None:
+    return RandomProjectionProvider(Corpus(seed).vocab) if mode == "hybrid" else None
+
+
+def build(folder: Path, chunks: int, seed: int, n_queries: int, mode: str) -> None:
+    """The workspace, its index and the queries, unless ``folder`` holds them."""
     if (folder / "queries.json").exists():
         return
     from memory_ls.engine import MemoryEngine
@@ -41,15 +47,14 @@ def build(folder: Path, chunks: int, seed: int, n_queries: int) -> None:
     corpus = Corpus(seed)
     corpus.write_workspace(folder / "ws", max(100, chunks // 110), chunks)
     t0 = time.perf_counter()
-    with MemoryEngine(
-        folder / "ws", Settings(), provider=None, index_path=folder / "kw.sqlite"
-    ) as engine:
-        engine.sync("bench")
-        log(f"indexed {engine.status()['chunks']} chunks in {time.perf_counter() - t0:.0f} s")
+    rp = provider(mode, seed)
+    with MemoryEngine(folder / "ws", Settings(), provider=rp, index_path=folder / "i.sqlite") as e:
+        e.sync("bench")
+        log(f"indexed {e.status()['chunks']} chunks in {time.perf_counter() - t0:.0f} s")
     (folder / "queries.json").write_text(json.dumps(corpus.queries(n_queries)))
 
 
-def measure(folder: Path, overrides: list[str]) -> dict[str, Any]:
+def measure(folder: Path, overrides: list[str], mode: str, seed: int) -> dict[str, Any]:
     from memory_ls.engine import MemoryEngine
     from memory_ls.settings import Settings
 
@@ -57,13 +62,15 @@ def measure(folder: Path, overrides: list[str]) -> dict[str, Any]:
     apply_overrides(settings, parse_overrides(overrides))
     queries = json.loads((folder / "queries.json").read_text())
     times, answers = [], []
-    with MemoryEngine(folder / "ws", settings, provider=None, index_path=folder / "kw.sqlite") as e:
-        for q in queries[:10]:  # connections, statements, the page cache
-            e.search(q, mode="keyword")
+    rp = provider(mode, seed)
+    with MemoryEngine(folder / "ws", settings, provider=rp, index_path=folder / "i.sqlite") as e:
+        for q in queries[:10]:  # connections, statements, the page cache, the vectors
+            e.search(q, mode=mode)
         for q in queries:
             t0 = time.perf_counter()
-            resp = e.search(q, mode="keyword", max_results=10, min_score=0)
-            times.append((time.perf_counter() - t0) * 1000)
+            resp = e.search(q, mode=mode, max_results=10, min_score=0)
+            spent = time.perf_counter() - t0 - (rp.last_query_s if rp else 0.0)
+            times.append(spent * 1000)
             answers.append([f"{h.path}#{h.start_line}" for h in resp.results])
     return {"latency": lat(times), "answers": answers}
 
@@ -84,19 +91,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="build into (or reuse) this folder")
     ap.add_argument("--baseline", help="a git revision, measured with its shipped settings")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--mode", choices=("keyword", "hybrid"), default="keyword")
     ap.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)  # folder, tree, overrides
     args = ap.parse_args(argv)
     if args.measure:
         folder, tree, overrides = args.measure
         sys.path.insert(0, tree)  # ahead of this checkout, which common.py put first
         env_isolate(Path(folder))
-        print(json.dumps(measure(Path(folder), json.loads(overrides))))
+        res = measure(Path(folder), json.loads(overrides), args.mode, args.seed)
+        print(json.dumps(res))
         return 0
     with tempfile.TemporaryDirectory(prefix="memory-ls-kwbudget-") as name:
         folder = args.keep or Path(name)
         folder.mkdir(parents=True, exist_ok=True)
         env_isolate(folder)
-        build(folder, args.chunks, args.seed, args.queries)
+        build(folder, args.chunks, args.seed, args.queries, args.mode)
         variants: list[tuple[str, str, list[str]]] = [("this tree", str(REPO), [])]
         if args.set:
             variants.append((f"this tree, {' '.join(args.set)}", str(REPO), args.set))
@@ -110,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for turn in range(args.rounds):
                 for label, tree, sets in variants:
-                    cmd = [sys.executable, __file__, "--measure", str(folder), tree]
+                    cmd = [sys.executable, __file__, "--mode", args.mode, "--seed", str(args.seed)]
+                    cmd += ["--measure", str(folder), tree]
                     out = subprocess.run(
                         [*cmd, json.dumps(sets)], capture_output=True, text=True, check=True
                     )
