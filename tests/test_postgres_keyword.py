@@ -197,3 +197,26 @@ def test_a_word_counted_after_the_chunk_total_was_cached(pg_url, tmp_path: Path)
         assert sorted(paths(ea.search("ferry timetable"))) == [
             f"memory/note-{i:03d}.md" for i in range(3)
         ]
+
+
+def test_words_over_the_postings_budget_still_count_on_the_team_index(pg_url, tmp_path: Path):
+    """The team index gets the words the postings budget leaves out (it picks the rarer words
+    to find chunks by itself and scores every word): its ranking is the unbudgeted one."""
+    ws = tmp_path / "ws"
+    for i in range(1100):
+        # "walrus" alone in 20 notes, with "deploy" in 10 more; "deploy" in a fifth of all.
+        word = "walrus" if i < 20 else "walrus deploy" if i < 30 else "deploy" if i % 5 == 0 else ""
+        write(ws, f"memory/n{i:04}.md", f"# Note\n\nstatus update for the week {word}\n")
+    ns = unique("budget")
+
+    def top(budget: int) -> list[tuple[str, float]]:
+        s = team(pg_url, ns)
+        s.query.keyword_postings_budget = budget
+        with MemoryEngine(ws, s) as e:
+            e.sync()
+            hits = e.search("walrus deploy", max_results=10, min_score=0).results
+            return [(h.path, h.score) for h in hits]
+
+    whole = top(0)
+    assert [p for p, _ in whole] == [f"memory/n{i:04}.md" for i in range(20, 30)]
+    assert top(100) == whole
