@@ -233,3 +233,36 @@ def test_a_word_over_the_postings_budget_still_ranks_the_chunks_found(tmp_path: 
     whole, budgeted = top(0), top(100)
     assert [p for p, _ in whole] == [f"memory/n{i:04}.md" for i in range(20, 30)]
     assert budgeted == whole
+
+
+def test_a_very_common_word_is_counted_from_a_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """On a large index a word in most chunks is counted in a few id windows (reading its
+    whole list cost 20-30 ms at a million chunks); every other word is counted exactly."""
+    import memory_ls.index.vocab as vocab
+
+    monkeypatch.setattr(vocab, "ESTIMATE_FROM", 1000)
+    monkeypatch.setattr(vocab, "WINDOWS", 8)
+    root = tmp_path / "ws"
+    for i in range(1600):  # "status" in 3 of 4 notes, "walrus" in 1 of 5, "ferry" in 2
+        words = ["status" if i % 4 else "", "walrus" if i % 5 == 0 else ""]
+        write(root, f"memory/n{i:04}.md", f"# N\n\n{' '.join(words)} {'ferry' * (i < 2)}\n")
+    with MemoryEngine(root, Settings(provider="none"), index_path=tmp_path / "i.sqlite") as e:
+        e.sync()
+        with e.indexer.reader() as store:
+            exact = [
+                store.conn.execute(
+                    "SELECT count(*) FROM chunks WHERE text LIKE ?", (f"%{w}%",)
+                ).fetchone()[0]
+                for w in ("status", "walrus", "ferry")
+            ]
+            assert exact == [1200, 320, 2]
+            counted: list[str] = []
+            real_count = store._df._count
+            monkeypatch.setattr(store._df, "_count", lambda t: counted.append(t) or real_count(t))
+            df, total = store.doc_frequencies(["status", "walrus", "ferry"])
+            assert total == 1600
+            assert sorted(counted) == ["ferri", "walru"]  # stemmed, as FTS5 keeps them
+            assert df[1:] == exact[1:]
+            assert abs(df[0] - 1200) <= 60  # sampled
