@@ -266,3 +266,31 @@ def test_a_very_common_word_is_counted_from_a_sample(
             assert sorted(counted) == ["ferri", "walru"]  # stemmed, as FTS5 keeps them
             assert df[1:] == exact[1:]
             assert abs(df[0] - 1200) <= 60  # sampled
+
+
+ODD = {0: "alpha bravo bravo charlie", 1: "alpha alpha bravo charlie", 20: "charlie"}
+
+
+def test_a_budgeted_search_ranks_ties_as_the_whole_query(tmp_path: Path):
+    """FTS5 sums BM25 over the phrases in the order of the expression, so the whole query must
+    list its words as the search over the kept words and then those left out does: n0000 and
+    n0001 score alike over "bravo alpha charlie" but for the order of the sum (bravo and alpha
+    are in the same chunks), and their order and scores are the same with or without the
+    budget (bravo left out by it)."""
+    root = tmp_path / "ws"
+    filler = "status update for the week"
+    for i in range(1100):
+        word = ODD.get(i, "alpha bravo" if i < 20 else "")
+        write(root, f"memory/n{i:04}.md", f"# Note\n\n{filler} {word}\n")
+
+    def top(budget: int) -> list[tuple[str, float]]:
+        s = Settings(provider="none")
+        s.query.keyword_postings_budget = budget
+        with MemoryEngine(root, s, index_path=tmp_path / "i.sqlite") as e:
+            e.sync()
+            hits = e.search("bravo alpha charlie", max_results=3, min_score=0).results
+            return [(h.path, h.score) for h in hits]
+
+    whole, budgeted = top(0), top(30)
+    assert {p for p, _ in whole[:2]} == {"memory/n0000.md", "memory/n0001.md"}
+    assert budgeted == whole
