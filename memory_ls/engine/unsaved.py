@@ -91,14 +91,14 @@ class UnsavedSource:
     ) -> list[tuple[int, float]]:
         """FTS5 says which chunks match; their BM25 is counted as if these chunks were in the
         team index in place of the files' saved ones: the team's chunk and word counts with
-        theirs taken out and these put in, the team's average length. A few texts: every
-        word counts, as on the team index (its search gets the words left out too)."""
-        expr = f"{expr} OR {left_out}" if left_out else expr
+        theirs taken out and these put in, the team's average length. The words left out
+        count in the score of a chunk the others find, as on a local index (matching them
+        here would have FTS5 read their whole lists for an IDF thrown away)."""
         everything = len(self.texts)
         matched = [cid for cid, _ in self.store.fts_within(expr, list(self.texts), everything)]
         if not matched:
             return []
-        terms = parse_match(expr)
+        terms = parse_match(f"{expr} OR {left_out}" if left_out else expr)
         conn = self.store.conn
         words = [list(t) for t in tokenize(conn, dict(enumerate(w for w, _ in terms))).values()]
         counts = self.counted(conn, {c: self.texts[c] for c in matched})

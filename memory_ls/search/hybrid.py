@@ -245,9 +245,10 @@ def run(
             c = cands.setdefault(cid, Candidate(cid))
             c.vector, c.vector_rank = sim, rank
         # Each candidate gets its exact vector score. On the keyword side, a chunk outside a
-        # keyword pool that was not full does not match at all (text 0 is exact); past a full
-        # pool its BM25 is below the pool's last one, and computing it would cost a second
-        # BM25 pass over every matching row (~100 ms at 100k chunks), so it counts as 0.
+        # keyword pool that was not full holds none of the words searched (text 0 is exact,
+        # but for one holding only words the postings budget left out); past a full pool its
+        # BM25 is below the pool's last one, and computing it would cost a second BM25 pass
+        # over every matching row (~100 ms at 100k chunks), so it counts as 0.
         missing = [cid for cid, c in cands.items() if c.vector is None]
         for cid, sim in vectors.similarity(qvec, missing).items():
             cands[cid].vector = sim
