@@ -245,8 +245,10 @@ def test_a_very_common_word_is_counted_from_a_sample(
     monkeypatch.setattr(vocab, "ESTIMATE_FROM", 1000)
     monkeypatch.setattr(vocab, "WINDOWS", 8)
     root = tmp_path / "ws"
-    for i in range(1600):  # "status" in 3 of 4 notes, "walrus" in 1 of 5, "ferry" in 2
-        words = ["status" if i % 4 else "", "walrus" if i % 5 == 0 else ""]
+    # "databases" in 3 of 4 notes (its token "databas" stems again to "databa": the sample must
+    # match the word), "walrus" in 1 of 5, "ferry" in 2.
+    for i in range(1600):
+        words = ["databases" if i % 4 else "", "walrus" if i % 5 == 0 else ""]
         write(root, f"memory/n{i:04}.md", f"# N\n\n{' '.join(words)} {'ferry' * (i < 2)}\n")
     with MemoryEngine(root, Settings(provider="none"), index_path=tmp_path / "i.sqlite") as e:
         e.sync()
@@ -255,13 +257,13 @@ def test_a_very_common_word_is_counted_from_a_sample(
                 store.conn.execute(
                     "SELECT count(*) FROM chunks WHERE text LIKE ?", (f"%{w}%",)
                 ).fetchone()[0]
-                for w in ("status", "walrus", "ferry")
+                for w in ("databases", "walrus", "ferry")
             ]
             assert exact == [1200, 320, 2]
             counted: list[str] = []
             real_count = store._df._count
             monkeypatch.setattr(store._df, "_count", lambda t: counted.append(t) or real_count(t))
-            df, total = store.doc_frequencies(["status", "walrus", "ferry"])
+            df, total = store.doc_frequencies(["databases", "walrus", "ferry"])
             assert total == 1600
             assert sorted(counted) == ["ferri", "walru"]  # stemmed, as FTS5 keeps them
             assert df[1:] == exact[1:]

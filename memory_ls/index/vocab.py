@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,10 +64,14 @@ class DocFrequencies:
         df = [0] * len(words)
         seen: set[int] = set()
         tokens = self.conn.execute("SELECT doc, term FROM temp.query_token_list").fetchall()
+        per_word = Counter(doc for doc, _ in tokens)
         for doc, term in tokens:
             n = self._df_cache.get(term)
             if n is None:
-                n = self._df_cache[term] = self._estimate(term) or self._count(term)
+                # A sample is matched by the word (MATCH stems its text again, and stemming a
+                # stem may change it: "databas" -> "databa"), so only a word of one token.
+                sampled = self._estimate(words[doc - 1]) if per_word[doc] == 1 else None
+                n = self._df_cache[term] = sampled or self._count(term)
             i = doc - 1  # a word of several tokens (fly.io) is as rare as its rarest token
             df[i] = n if i not in seen else min(df[i], n)
             seen.add(i)
@@ -79,9 +84,9 @@ class DocFrequencies:
         ).fetchone()
         return row[0] if row else 0
 
-    def _estimate(self, term: str) -> int | None:
-        """The chunks holding ``term`` estimated from a sample of the ids, for a word in more
-        than COMMON_SHARE of them on a large index; None: count it."""
+    def _estimate(self, word: str) -> int | None:
+        """The chunks holding ``word`` (one token) estimated from a sample of the ids, for a
+        word in more than COMMON_SHARE of them on a large index; None: count it."""
         total = self._df_total
         if total < ESTIMATE_FROM:
             return None
@@ -94,7 +99,7 @@ class DocFrequencies:
             return None
         span = last - first + 1
         width = max(MIN_WINDOW, span // (WINDOWS * 64))
-        phrase = '"' + term.replace('"', '""') + '"'
+        phrase = '"' + word.replace('"', '""') + '"'
 
         def hits(start: int) -> int:
             return int(self.conn.execute(_IN_WINDOW, (phrase, start, start + width)).fetchone()[0])

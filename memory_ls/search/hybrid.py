@@ -210,12 +210,12 @@ def run(
         # the kept words, then those left out: so prefixes (never left out) go first, then the
         # words rarest first, the first one the budget would leave out (drop_common: the most
         # common, the earliest of equals) last, and scores and ties are those of the whole query.
-        order = {t: (not t[1], n, -i) for i, (t, n) in enumerate(zip(all_terms, df, strict=True))}
-        whole = sorted(order, key=order.__getitem__)
+        rarity = {t: (not t[1], n, -i) for i, (t, n) in enumerate(zip(all_terms, df, strict=True))}
+        whole = sorted(rarity, key=rarity.__getitem__)
         expr = match_expression([t for t in whole if t in terms])
         postings = sum(n for t, n in zip(all_terms, df, strict=True) if t in terms)
         common = qs.common_term_fraction * total
-        budgeted = [t for t in whole if t not in terms and order[t][1] <= common]
+        budgeted = [t for t in whole if t not in terms and rarity[t][1] <= common]
         left_out = match_expression(budgeted) or ""
 
     cands: dict[int, Candidate] = {}
