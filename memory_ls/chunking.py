@@ -142,6 +142,15 @@ def chunk_lines(
     return chunks
 
 
+def lsp_lines(text: str) -> list[str]:
+    """Lines as LSP positions count them, without their breaks: broken by "\n", "\r\n" and a
+    lone "\r" only (never by U+2028, a form feed or the others ``str.splitlines`` breaks at).
+    A final break starts an empty last line, where a cursor can be."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.split("\n")
+
+
 def split_lines(text: str) -> list[str]:
     """Lines as editors number them: a final newline ends the last line, it does not start
     a new one, and a CRLF line ending is not part of the line."""

@@ -589,6 +589,54 @@ async def test_citations_definition_hover_links_diagnostics(start: Start, tmp_pa
     await eventually(cleared)
 
 
+# Lines as LSP counts them: broken by "\n", "\r\n" and a lone "\r" (an old Mac file), never by
+# U+2028 or a form feed, which Python's splitlines also breaks at.
+LONE_CR = (
+    "# Old Mac note\rSee MEMORY.md#L3 here.\u2028Still line 1: memory/2026-01-05.md#L5\r\n"
+    "\rBroken: MEMORY.md#L99\n"
+)
+
+
+async def test_citations_in_a_document_of_lone_carriage_returns(
+    start: Start, tmp_path: Path
+) -> None:
+    """The editor's line 1 is the one after the "\r": the citation under its cursor is found
+    there, and the ranges sent back are on the lines the editor shows."""
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    u = open_doc(client, ws / "notes/mac.md", LONE_CR)
+    td = types.TextDocumentIdentifier(uri=u)
+    line1 = "See MEMORY.md#L3 here.\u2028Still line 1: memory/2026-01-05.md#L5"
+
+    hov = await client.text_document_hover_async(
+        types.HoverParams(text_document=td, position=types.Position(line=1, character=6))
+    )
+    assert hov and "deploy key" in hov.contents.value
+    assert hov.range.start == types.Position(line=1, character=4)
+    col = line1.index("memory/2026")
+    locs = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=td, position=types.Position(line=1, character=col))
+    )
+    assert locs and locs[0].uri == uri(ws / "memory/2026-01-05.md")
+    assert locs[0].range.start.line == 4
+
+    links = await client.text_document_document_link_async(
+        types.DocumentLinkParams(text_document=td)
+    )
+    assert sorted((lk.range.start.line, lk.range.start.character) for lk in links) == [
+        (1, 4),
+        (1, col),
+        (3, 8),
+    ]
+
+    async def diagnosed() -> bool:
+        return len(client.diagnostics.get(u, [])) == 1
+
+    await eventually(diagnosed)
+    (diag,) = client.diagnostics[u]
+    assert diag.range.start == types.Position(line=3, character=8)
+
+
 async def test_document_symbols(start: Start, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
     client = await start(ws)

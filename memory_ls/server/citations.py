@@ -16,6 +16,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
+from ..chunking import lsp_lines
 from ..engine import MemoryEngine
 from ..engine.excerpts import FileLines
 from ..search.citations import Citation
@@ -126,7 +127,7 @@ class Citations:
         ]
 
     def _cite_at(self, text: str, pos: types.Position) -> tuple[types.Range, Citation] | None:
-        lines = text.split("\n")
+        lines = lsp_lines(text)
         if pos.line >= len(lines):
             return None
         col = self.codec.position_from_client_units(lines, pos).character
@@ -208,7 +209,7 @@ async def _scan(text: str | None) -> tuple[list[str], list[convert.CitationSpan]
         return [], []
 
     def scan() -> tuple[list[str], list[convert.CitationSpan]]:
-        lines = text.split("\n")
+        lines = lsp_lines(text)
         return lines, list(convert.citation_spans(lines))
 
     return await asyncio.to_thread(scan)
