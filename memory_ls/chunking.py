@@ -152,12 +152,12 @@ def lsp_lines(text: str) -> list[str]:
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines as editors number them: a final newline ends the last line, it does not start
-    a new one, and a CRLF line ending is not part of the line."""
-    lines = text.split("\n")
+    """Lines as editors number them (``lsp_lines``), but a final break ends the last line, it
+    does not start a new one."""
+    lines = lsp_lines(text)
     if len(lines) > 1 and lines[-1] == "":
         lines.pop()
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    return lines
 
 
 def chunk_text(

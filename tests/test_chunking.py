@@ -45,3 +45,6 @@ def test_split_lines_counts_like_an_editor():
     assert split_lines("a\nb\n") == ["a", "b"]
     assert split_lines("a\r\nb") == ["a", "b"]
     assert split_lines("") == [""]
+    # LSP's breaks (a lone "\r" too), and only those: not U+2028, \x0c, \x85 (str.splitlines).
+    assert split_lines("a\rb\r\r\nc\r") == ["a", "b", "", "c"]
+    assert split_lines("a\u2028b\x0cc\x85d\n") == ["a\u2028b\x0cc\x85d"]

@@ -637,6 +637,42 @@ async def test_citations_in_a_document_of_lone_carriage_returns(
     assert diag.range.start == types.Position(line=3, character=8)
 
 
+async def test_citations_into_a_file_of_lone_carriage_returns(start: Start, tmp_path: Path) -> None:
+    """A cited file's lines are the editor's too: its lone "\r" break lines (line 4 is the
+    editor's fourth), "\r\n" is one break, and U+2028 or a form feed breaks none."""
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "memory/mac.md").write_bytes(
+        "# Mac\r\rThe kiln runs at 1200 degrees.\rGlaze \u2028 the pots\x0c on Sunday.\r\n"
+        "Done.\r".encode()
+    )
+    client = await start(ws)
+    got = await request(client, "memory/get", {"citation": "memory/mac.md#L3-L4"})
+    assert got["text"] == "The kiln runs at 1200 degrees.\nGlaze \u2028 the pots\x0c on Sunday."
+    assert got["totalLines"] == 5
+    hit = (await search(client, "kiln degrees"))["results"][0]
+    assert (hit["startLine"], hit["endLine"]) == (1, 5)
+
+    text = "See memory/mac.md#L5 and memory/mac.md#L3-L4, not MEMORY.md#L99\n"
+    u = open_doc(client, ws / "notes/kiln.md", text)
+    td = types.TextDocumentIdentifier(uri=u)
+    hov = await client.text_document_hover_async(
+        types.HoverParams(text_document=td, position=types.Position(line=0, character=6))
+    )
+    assert hov and "Done." in hov.contents.value and "of 5" in hov.contents.value
+    locs = await client.text_document_definition_async(
+        types.DefinitionParams(
+            text_document=td, position=types.Position(line=0, character=text.rindex("memory/"))
+        )
+    )
+    assert locs and (locs[0].range.start.line, locs[0].range.end.line) == (2, 4)
+
+    async def diagnosed() -> bool:
+        return bool(client.diagnostics.get(u))
+
+    await eventually(diagnosed)  # the citations of mac.md have no line past the end
+    assert [d.message.split(":")[0] for d in client.diagnostics[u]] == ["MEMORY.md#L99"]
+
+
 async def test_document_symbols(start: Start, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
     client = await start(ws)
