@@ -693,6 +693,24 @@ async def test_document_symbols(start: Start, tmp_path: Path) -> None:
     assert kids[0].children[0].selection_range.end.character == len("### Deep ✨ one")
 
 
+async def test_document_symbols_of_lone_carriage_returns(start: Start, tmp_path: Path) -> None:
+    """Headings are on the lines the editor counts: a lone "\r" breaks a line, U+2028 does not."""
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    text = "# Mac\r\rtext\u2028# not a heading\r## Glaze\rmore\r\n## Kiln\r"
+    u = open_doc(client, ws / "memory/mac.md", text)
+    syms = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=u))
+    )
+    assert [s.name for s in syms] == ["Mac"]
+    kids = syms[0].children
+    assert [(k.name, k.range.start.line, k.range.end.line) for k in kids] == [
+        ("Glaze", 3, 4),
+        ("Kiln", 5, 6),  # to the empty line after the final break, as after a "\n"
+    ]
+    assert kids[0].selection_range.end == types.Position(line=3, character=len("## Glaze"))
+
+
 async def test_commands(start: Start, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
     client = await start(ws)

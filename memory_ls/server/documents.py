@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from ..chunking import lsp_lines
 from . import convert
 from .citations import Citations
 from .folders import Folders
@@ -34,7 +35,7 @@ def buffer_text(ls: LanguageServer, uri: str) -> str | None:
 
 
 def _heading_symbols(text: str, codec: Any) -> list[types.DocumentSymbol]:
-    return convert.heading_symbols(text.split("\n"), codec)
+    return convert.heading_symbols(lsp_lines(text), codec)
 
 
 class Documents:
