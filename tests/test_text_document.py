@@ -1,4 +1,5 @@
-"""The server's open documents (server/text_document.py) against pygls's own: the same random
+"""The server's open documents (server/text_document.py) against pygls's own, lines counted as
+LSP counts them (pygls's ``splitlines`` also breaks at U+2028 and others): the same random
 edits, in every position encoding, give the same text and the same lines; and an edit in a
 large document no longer walks the whole of it."""
 
@@ -7,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import random
+import re
+from collections.abc import Sequence
 
 import pytest
 from lsprotocol import types
@@ -31,12 +34,27 @@ ENCODINGS = [
 ]
 
 
+def lsp_lines(text: str) -> list[str]:
+    """Lines with their breaks, broken where LSP says: "\n", "\r\n", "\r"."""
+    parts = re.split(r"(\r\n|\r|\n)", text)
+    lines = [a + b for a, b in zip(parts[::2], [*parts[1::2], ""], strict=True)]
+    return lines if lines[-1] else lines[:-1]
+
+
+class LspTextDocument(TextDocument):
+    """pygls's document, its lines counted by LSP's rule: the reference."""
+
+    @property
+    def lines(self) -> Sequence[str]:
+        return tuple(lsp_lines(self.source))
+
+
 def random_text(rng: random.Random, n: int) -> str:
     return "".join(rng.choice(PIECES) for _ in range(n))
 
 
 def random_change(rng: random.Random, text: str) -> types.TextDocumentContentChangePartial:
-    lines = max(1, len(text.splitlines()))
+    lines = max(1, len(lsp_lines(text)))
 
     def pos() -> types.Position:
         # Sometimes past the last line or past a line's end: clients do send such ranges.
@@ -57,7 +75,7 @@ def test_random_edits_match_pygls(encoding: types.PositionEncodingKind) -> None:
     rng = random.Random(f"edits-{encoding}")
     for _ in range(150):
         text = random_text(rng, rng.randint(0, 40))
-        theirs = TextDocument("file:///n.md", text, position_codec=PositionCodec(encoding))
+        theirs = LspTextDocument("file:///n.md", text, position_codec=PositionCodec(encoding))
         ours = MemoryTextDocument("file:///n.md", text, position_codec=PositionCodec(encoding))
         for _ in range(25):
             change = random_change(rng, theirs.source)
@@ -74,7 +92,7 @@ def test_random_edits_match_pygls(encoding: types.PositionEncodingKind) -> None:
 
 
 @pytest.mark.parametrize("piece", [1 << 18, 5, 1])
-def test_line_starts_are_splitlines(piece: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_line_starts_are_lsp_lines(piece: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(text_document, "PIECE", piece)  # split a few characters at a time
     rng = random.Random(7)
     for _ in range(500):
@@ -82,7 +100,7 @@ def test_line_starts_are_splitlines(piece: int, monkeypatch: pytest.MonkeyPatch)
         starts = line_starts(text).tolist()
         ends = [*starts[1:], len(text)] if starts else []
         cut = [text[s:e] for s, e in zip(starts, ends, strict=True)]
-        assert cut == text.splitlines(True)
+        assert cut == lsp_lines(text)
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
@@ -136,3 +154,15 @@ def test_a_large_document_learns_its_lines_as_it_opens() -> None:
     for doc in (ours, theirs):
         doc.apply_change(copy.deepcopy(change))
     assert ours.source == theirs.source and ours.lines[59_999] == "a X of a large note\n"
+
+
+def test_an_edit_after_a_line_separator_lands_where_the_editor_typed() -> None:
+    """U+2028 is no line break to LSP: the editor's line 1 is "MEMORY.md#L3" here, and
+    typing at its start must not go into line 0 (pygls's splitlines breaks at U+2028)."""
+    doc = MemoryTextDocument("file:///n.md", "a\u2028b\nMEMORY.md#L3\n")
+    at = types.Position(line=1, character=0)
+    doc.apply_change(
+        types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text="See ")
+    )
+    assert doc.source == "a\u2028b\nSee MEMORY.md#L3\n"
+    assert list(doc.lines) == ["a\u2028b\n", "See MEMORY.md#L3\n"]
