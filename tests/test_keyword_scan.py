@@ -215,24 +215,30 @@ def test_a_word_over_the_postings_budget_still_ranks_the_chunks_found(tmp_path: 
     """A query whose words match more chunks than ``query.keywordPostingsBudget`` leaves the
     most common word out of the FTS5 query; the chunks the rarer word finds are still ranked
     (and scored) as the whole query ranks them."""
-    root = tmp_path / "ws"
-    filler = "status update for the week"
-    for i in range(1100):
-        # "walrus" alone in 20 notes, with "deploy" in 10 more; "deploy" in a fifth of all.
-        word = "walrus" if i < 20 else "walrus deploy" if i < 30 else "deploy" if i % 5 == 0 else ""
-        write(root, f"memory/n{i:04}.md", f"# Note\n\n{filler} {word}\n")
-
-    def top(budget: int) -> list[tuple[str, float]]:
-        s = Settings(provider="none")
-        s.query.keyword_postings_budget = budget
-        with MemoryEngine(root, s, index_path=tmp_path / "i.sqlite") as e:
-            e.sync()
-            hits = e.search("walrus deploy", max_results=10, min_score=0).results
-            return [(h.path, h.score) for h in hits]
-
-    whole, budgeted = top(0), top(100)
+    # "walrus" alone in 20 notes, with "deploy" in 10 more; "deploy" in a fifth of all.
+    words = {i: "walrus" if i < 20 else "walrus deploy" for i in range(30)}
+    words.update({i: "deploy" for i in range(30, 1100) if i % 5 == 0})
+    whole, budgeted = (budget_run(tmp_path, words, "walrus deploy", 10, b) for b in (0, 100))
     assert [p for p, _ in whole] == [f"memory/n{i:04}.md" for i in range(20, 30)]
     assert budgeted == whole
+
+
+def budget_run(
+    tmp_path: Path, words: dict[int, str], query: str, limit: int, budget: int
+) -> list[tuple[str, float]]:
+    """The hits (path, score) of ``query`` over 1,100 notes, note ``i`` holding ``words[i]``,
+    with ``query.keywordPostingsBudget`` set to ``budget``."""
+    root = tmp_path / "ws"
+    if not root.exists():
+        for i in range(1100):
+            text = f"# Note\n\nstatus update for the week {words.get(i, '')}\n"
+            write(root, f"memory/n{i:04}.md", text)
+    s = Settings(provider="none")
+    s.query.keyword_postings_budget = budget
+    with MemoryEngine(root, s, index_path=tmp_path / "i.sqlite") as e:
+        e.sync()
+        hits = e.search(query, max_results=limit, min_score=0).results
+        return [(h.path, h.score) for h in hits]
 
 
 def test_a_very_common_word_is_counted_from_a_sample(
@@ -279,20 +285,7 @@ def test_a_budgeted_search_ranks_ties_as_the_whole_query(tmp_path: Path):
     n0001 score alike over "bravo alpha charlie" but for the order of the sum (bravo and alpha
     are in the same chunks), and their order and scores are the same with or without the
     budget (bravo left out by it)."""
-    root = tmp_path / "ws"
-    filler = "status update for the week"
-    for i in range(1100):
-        word = ODD.get(i, "alpha bravo" if i < 20 else "")
-        write(root, f"memory/n{i:04}.md", f"# Note\n\n{filler} {word}\n")
-
-    def top(budget: int) -> list[tuple[str, float]]:
-        s = Settings(provider="none")
-        s.query.keyword_postings_budget = budget
-        with MemoryEngine(root, s, index_path=tmp_path / "i.sqlite") as e:
-            e.sync()
-            hits = e.search("bravo alpha charlie", max_results=3, min_score=0).results
-            return [(h.path, h.score) for h in hits]
-
-    whole, budgeted = top(0), top(30)
+    words = {i: ODD.get(i, "alpha bravo" if i < 20 else "") for i in range(1100)}
+    whole, budgeted = (budget_run(tmp_path, words, "bravo alpha charlie", 3, b) for b in (0, 30))
     assert {p for p, _ in whole[:2]} == {"memory/n0000.md", "memory/n0001.md"}
     assert budgeted == whole
