@@ -21,6 +21,8 @@ COMMON_SHARE = 0.3
 WINDOWS = 16
 MIN_WINDOW = 64  # ids a window spans at least: a share of a handful of chunks means little
 _IN_WINDOW = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid >= ? AND rowid < ?"
+# FTS5's row of lengths per chunk: a few bytes a row, where chunks holds the text.
+_CHUNKS_IN = "SELECT count(*) FROM chunks_fts_docsize WHERE id >= ? AND id < ?"
 
 
 class DocFrequencies:
@@ -101,15 +103,19 @@ class DocFrequencies:
         width = max(MIN_WINDOW, span // (WINDOWS * 64))
         phrase = '"' + word.replace('"', '""') + '"'
 
-        def hits(start: int) -> int:
-            return int(self.conn.execute(_IN_WINDOW, (phrase, start, start + width)).fetchone()[0])
+        def window(start: int) -> tuple[int, int]:
+            """(chunks holding the word, chunks) in the ids from ``start``: ids of deleted
+            chunks are gaps, so a window's chunks are counted, not assumed."""
+            at = (start, start + width)
+            held = self.conn.execute(_IN_WINDOW, (phrase, *at)).fetchone()[0]
+            return int(held), int(self.conn.execute(_CHUNKS_IN, at).fetchone()[0])
 
-        # Ids of deleted chunks are gaps: the windows hold about width * total / span chunks.
-        per_window = width * total / span
-        if hits(first + span // 2) < COMMON_SHARE * per_window:  # the usual case: count it
+        held, chunks = window(first + span // 2)
+        if not chunks or held < COMMON_SHARE * chunks:  # the usual case: count it
             return None
-        found = sum(hits(first + span * k // WINDOWS) for k in range(WINDOWS))
-        estimate = round(found / (WINDOWS * per_window) * total)
+        sample = [window(first + span * k // WINDOWS) for k in range(WINDOWS)]
+        held, chunks = sum(h for h, _ in sample), sum(c for _, c in sample)
+        estimate = round(held / max(chunks, 1) * total)
         return estimate if estimate > COMMON_SHARE * total else None
 
     def _rows(self) -> int:
