@@ -8,6 +8,7 @@ A line longer than the budget is split into pieces that all carry that line's nu
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,6 +141,21 @@ def chunk_lines(
     if window:
         emit()
     return chunks
+
+
+_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def lsp_splitlines(text: str) -> list[str]:
+    """``text.splitlines(True)`` by LSP's rule: lines broken by "\n", "\r\n" and "\r" only."""
+    lines = text.splitlines(True)
+    # splitlines breaks at these and more (U+2028, a form feed, ...): where it made no more
+    # lines than these breaks do, its lines are LSP's (counting is fast; a regex is not).
+    cr = text.count("\r")
+    breaks = text.count("\n") + cr - (text.count("\r\n") if cr else 0)
+    if len(lines) == breaks + (text[-1:] not in ("", "\n", "\r")):
+        return lines
+    return _LSP_LINE.findall(text)
 
 
 def lsp_lines(text: str) -> list[str]:

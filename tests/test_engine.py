@@ -406,23 +406,23 @@ def test_a_postings_budget_drops_the_most_common_words_first():
     terms = [("hallonar", False), ("velsholummer", False), ("zuka", False), ("限", True)]
     df = [238_000, 1_500, 274_000, 900_000]
     # Both common words go, most common first; the rare one and the prefix term stay.
-    assert drop_common(terms, df, n, 0.3, 60_000) == [("velsholummer", False), ("限", True)]
-    assert drop_common(terms, df, n, 0.3, 250_000) == [terms[0], terms[1], terms[3]]
-    assert drop_common(terms, df, n, 0.3, 0) == [terms[0], terms[1], terms[2], terms[3]]
+    assert drop_common(terms, df, n, 0.3, 60_000) == ([terms[1], terms[3]], [terms[2], terms[0]])
+    assert drop_common(terms, df, n, 0.3, 250_000) == ([terms[0], terms[1], terms[3]], [terms[2]])
+    assert drop_common(terms, df, n, 0.3, 0) == ([terms[0], terms[1], terms[2], terms[3]], [])
     # A word in 1% of chunks or fewer is never dropped (the chunks holding only such words
     # would be missed), and one word always stays.
-    assert drop_common(terms[1:3], [5_000, 10_000], n, 0.3, 1_000) == terms[1:3]
-    assert drop_common(terms[1:3], [9_000, 10_001], n, 0.3, 1_000) == terms[1:2]
-    assert drop_common(terms[2:3], [274_000], n, 0.3, 1_000) == terms[2:3]
+    assert drop_common(terms[1:3], [5_000, 10_000], n, 0.3, 1_000) == (terms[1:3], [])
+    assert drop_common(terms[1:3], [9_000, 10_001], n, 0.3, 1_000) == (terms[1:2], terms[2:3])
+    assert drop_common(terms[2:3], [274_000], n, 0.3, 1_000) == (terms[2:3], [])
 
 
 def test_very_common_words_leave_the_keyword_query(tmp_path: Path):
     from memory_ls.search.query import drop_common
 
     terms = [("project", False), ("walrus", False), ("限", True)]
-    assert drop_common(terms, [1200, 3, 900], 1500, 0.3) == [("walrus", False), ("限", True)]
-    assert drop_common(terms[:1], [1200], 1500, 0.3) == terms[:1]  # never drops every word
-    assert drop_common(terms, [90, 3, 9], 100, 0.3) == terms  # small index: untouched
+    assert drop_common(terms, [1200, 3, 900], 1500, 0.3) == (terms[1:], [])  # over fraction
+    assert drop_common(terms[:1], [1200], 1500, 0.3) == (terms[:1], [])  # never drops every word
+    assert drop_common(terms, [90, 3, 9], 100, 0.3) == (terms, [])  # small index: untouched
     root = tmp_path / "big"
     for i in range(1100):
         extra = " walrus sighting" if i == 777 else ""

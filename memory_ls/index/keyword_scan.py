@@ -39,7 +39,7 @@ _WITHIN = (
     "AND rowid IN (SELECT value FROM json_each(?)) ORDER BY r, rowid LIMIT ?"
 )
 # Two subqueries: SQLite reads min() or max() off the end of the B-tree only when it is alone.
-_BOUNDS = "SELECT (SELECT min(rowid) FROM chunks), (SELECT max(rowid) FROM chunks)"
+ID_BOUNDS = "SELECT (SELECT min(rowid) FROM chunks), (SELECT max(rowid) FROM chunks)"
 _PARTS = ThreadPoolExecutor(max_workers=MAX_THREADS, thread_name_prefix="memory-ls-keyword")
 
 Row = tuple[int, float]
@@ -69,7 +69,7 @@ class KeywordScan:
     def _search(self, expr: str, limit: int, postings: int) -> list[Row]:
         parts = min(self.cores, postings // SPLIT_FROM)
         if parts > 1:
-            lo, hi = self.conn.execute(_BOUNDS).fetchone()
+            lo, hi = self.conn.execute(ID_BOUNDS).fetchone()
             if lo is not None and hi - lo >= parts:
                 return self._split(expr, limit, lo, hi + 1, parts)
         return _range(self.conn, expr, _FIRST, _LAST, limit)

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from .keyword_scan import ID_BOUNDS
 from .schema import FTS_TOKENIZER
 
 DF_CACHE_SECONDS = 10.0
@@ -93,9 +94,7 @@ class DocFrequencies:
         if total < ESTIMATE_FROM:
             return None
         if self._ids is None:
-            self._ids = self.conn.execute(
-                "SELECT (SELECT min(rowid) FROM chunks), (SELECT max(rowid) FROM chunks)"
-            ).fetchone()
+            self._ids = self.conn.execute(ID_BOUNDS).fetchone()
         first, last = self._ids
         if first is None or last - first + 1 < total:
             return None

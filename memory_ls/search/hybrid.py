@@ -202,8 +202,9 @@ def run(
             df, total = list(scale.df), scale.total  # the other search's counts
         elif asked:
             df, total = store.doc_frequencies(list(asked))
+        budgeted: list[tuple[str, bool]] = []
         if len(terms) > 1:
-            terms = drop_common(
+            terms, budgeted = drop_common(
                 terms, df, total, qs.common_term_fraction, qs.keyword_postings_budget
             )
         # FTS5 sums BM25 over the phrases in the expression's order, and the backend may score
@@ -214,9 +215,7 @@ def run(
         whole = sorted(rarity, key=rarity.__getitem__)
         expr = match_expression([t for t in whole if t in terms])
         postings = sum(n for t, n in zip(all_terms, df, strict=True) if t in terms)
-        common = qs.common_term_fraction * total
-        budgeted = [t for t in whole if t not in terms and rarity[t][1] <= common]
-        left_out = match_expression(budgeted) or ""
+        left_out = match_expression([t for t in whole if t in budgeted]) or ""
 
     cands: dict[int, Candidate] = {}
     bm25: dict[int, float] = {}

@@ -97,10 +97,11 @@ def drop_common(
     total: int,
     fraction: float,
     postings: int = 0,
-) -> list[tuple[str, bool]]:
-    """Terms minus those in more than ``fraction`` of all chunks, unless that would leave none;
-    then, while the kept words match more than ``postings`` chunks in all (0: no bound), the
-    most common one of them goes if it is in more than DROP_FLOOR (1%) of all chunks.
+) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
+    """(kept, left out by the bound): the terms minus those in more than ``fraction`` of all
+    chunks, unless that would leave none; then, while the kept words match more than
+    ``postings`` chunks in all (0: no bound), the most common one of them is left out if it is
+    in more than DROP_FLOOR (1%) of all chunks.
 
     FTS5 computes BM25 for every chunk matching any OR'ed term, so one very common word costs
     a pass over a large part of the index while adding almost nothing to the ranking (its
@@ -111,17 +112,19 @@ def drop_common(
     that hold a kept word (``index/keyword_scan.py``).
     """
     if total < 1000:  # small indexes are fast anyway, and frequencies there are noisy
-        return terms
+        return terms, []
     limit = fraction * total
     kept = [(t, n) for t, n in zip(terms, df, strict=True) if t[1] or n <= limit]
     if not kept:
-        return terms
+        return terms, []
+    left_out = []
     while postings and len(kept) > 1 and sum(n for t, n in kept if not t[1]) > postings:
         common = max((k for k in kept if not k[0][1]), key=lambda k: k[1], default=None)
         if common is None or common[1] <= DROP_FLOOR * total:
             break
         kept.remove(common)
-    return [t for t, _ in kept]
+        left_out.append(common[0])
+    return [t for t, _ in kept], left_out
 
 
 _FILTER = re.compile(r"(?<!\S)(file|path|after|before|source):(\S+)|(?<!\S)([+-])([^\s+-]\S*)")

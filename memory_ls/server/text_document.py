@@ -24,23 +24,12 @@ from pygls.workspace import Workspace
 from pygls.workspace.position_codec import PositionCodec, ServerTextPosition, Utf8, Utf32
 from pygls.workspace.text_document import TextDocument
 
+from ..chunking import lsp_splitlines
+
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # two UTF-16 units each
 
 
 PIECE = 1 << 18  # characters split at a time: the GIL is let go between pieces
-_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
-
-
-def lsp_splitlines(text: str) -> list[str]:
-    """``text.splitlines(True)`` by LSP's rule: lines broken by "\n", "\r\n" and "\r" only."""
-    lines = text.splitlines(True)
-    # splitlines breaks at these and more (U+2028, a form feed, ...): where it made no more
-    # lines than these breaks do, its lines are LSP's (counting is fast; a regex is not).
-    cr = text.count("\r")
-    breaks = text.count("\n") + cr - (text.count("\r\n") if cr else 0)
-    if len(lines) == breaks + (text[-1:] not in ("", "\n", "\r")):
-        return lines
-    return _LSP_LINE.findall(text)
 
 
 def line_starts(text: str, base: int = 0) -> np.ndarray[Any, np.dtype[np.int64]]:
