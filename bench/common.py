@@ -151,6 +151,21 @@ def find_default_model() -> Path | None:
     return found[-1] if found else None
 
 
+@contextmanager
+def baseline_tree(rev: str | None, folder: Path) -> Iterator[Path | None]:
+    """A checkout of ``rev`` at ``folder`` (``git worktree``, removed afterwards); None when no
+    revision is given."""
+    if not rev:
+        yield None
+        return
+    git = ["git", "-C", str(REPO), "worktree"]
+    subprocess.run([*git, "add", "-q", "--detach", str(folder), rev], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run([*git, "remove", "--force", str(folder)], check=False)
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 

@@ -21,8 +21,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .gguf_meta import metadata
 from .gguf_write import write_atomic
-from .models import default_model_dir, gguf_value
+from .models import default_model_dir
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,7 @@ def native_bf16(system_info: str) -> bool:
 
 def file_type(path: Path) -> int | None:
     """The GGUF's ``general.file_type``, None when the file does not say."""
-    import gguf
-
-    value = gguf_value(gguf.GGUFReader(str(path)), "general.file_type")
+    value = metadata(path, ["general.file_type"]).get("general.file_type")
     return None if value is None else int(value)
 
 

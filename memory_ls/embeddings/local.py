@@ -20,7 +20,8 @@ import numpy as np
 from ..settings import Settings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
 from .bf16_copy import weights_for
-from .models import GGUF_MAGIC, gguf_value, pulled_model, read_magic
+from .gguf_meta import GgufError, check_complete, metadata
+from .models import GGUF_MAGIC, pulled_model, read_magic
 from .profile import ModelProfile, profile_from_metadata, tokenizer_hazard
 from .query_context import QueryContext
 from .threads import BatchThreads, default_threads
@@ -424,10 +425,8 @@ def _open(llama_cpp: Any, path: Path, n_ctx: int, threads: int, pooling: int) ->
 def _diagnose(path: Path, exc: Exception) -> str:
     """Why llama.cpp refused a file, in words a user can act on (only on the error path)."""
     try:
-        import gguf
-
-        reader = gguf.GGUFReader(str(path))
-    except Exception as read_exc:  # any parse failure means the file itself is broken
+        check_complete(path)
+        arch = metadata(path, ["general.architecture"]).get("general.architecture") or "unknown"
+    except (GgufError, OSError) as read_exc:
         return f"the file is corrupt or truncated ({read_exc})"
-    arch = gguf_value(reader, "general.architecture") or "unknown"
     return f"llama.cpp cannot load this {arch!r} model ({exc}); it may need a newer llama.cpp"

@@ -21,7 +21,6 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import settings
 from .gguf_convert import ConversionError, convert
@@ -154,13 +153,6 @@ def read_magic(path: Path) -> bytes:
     """A file's first four bytes (``GGUF_MAGIC`` for a GGUF); OSError when it cannot be read."""
     with path.open("rb") as fh:
         return fh.read(4)
-
-
-def gguf_value(reader: Any, key: str) -> Any:
-    """Metadata field ``key`` of a ``gguf.GGUFReader`` (str, int, float or list), None when
-    the file does not have it."""
-    field = reader.fields.get(key)
-    return None if field is None else field.contents()
 
 
 def _magic(path: Path) -> bytes:

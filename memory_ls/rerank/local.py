@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..embeddings.models import GGUF_MAGIC, gguf_value, read_magic
+from ..embeddings.gguf_meta import GgufError, check_complete, metadata, tensor_names
+from ..embeddings.models import GGUF_MAGIC, read_magic
 from ..embeddings.remote import ProviderStats
 from ..embeddings.threads import default_threads
 from ..settings import Settings
@@ -50,12 +51,10 @@ def check_reranker_file(path: Path) -> str:
     if magic != GGUF_MAGIC:
         raise RerankUnavailable(f"local rerank: {path} is not a GGUF file")
     try:
-        import gguf
-
-        reader = gguf.GGUFReader(str(path))
-        names = {t.name for t in reader.tensors}
-        arch = str(gguf_value(reader, "general.architecture") or "unknown")
-    except Exception as exc:  # any parse failure means the file itself is broken
+        check_complete(path)
+        names = set(tensor_names(path))
+        arch = str(metadata(path, ["general.architecture"]).get("general.architecture", "unknown"))
+    except (GgufError, OSError) as exc:
         raise RerankUnavailable(
             f"local rerank: {path} is corrupt or truncated ({type(exc).__name__}: {exc})"
         ) from None
