@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import REPO, find_default_model, md_table
+from common import REPO, baseline_tree, find_default_model, md_table
 
 SCIFACT = REPO.parent / "shared" / "eval" / "scifact-train" / "corpus.jsonl"
 CHUNK_CHARS = 1800  # ~400 all-MiniLM-L6-v2 tokens of SciFact's English
@@ -121,14 +121,11 @@ def main() -> None:
     model = args.model or find_default_model()
     if model is None:
         sys.exit("no model: pass --model PATH or run `memory-ls model pull`")
-    with tempfile.TemporaryDirectory(prefix="embed-speed-") as tmp:
-        base = Path(tmp) / "baseline"
-        if args.baseline:
-            subprocess.run(
-                ["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(base)]
-                + [args.baseline],
-                check=True,
-            )
+    with (
+        tempfile.TemporaryDirectory(prefix="embed-speed-") as tmp,
+        baseline_tree(args.baseline, Path(tmp) / "baseline") as base,
+    ):
+        if base is not None:
             sides = {f"baseline {args.baseline}": (sys.executable, base, "")}
         elif args.weights:
             sides = {f"local.weights = {args.weights}": (sys.executable, REPO, args.weights)}
@@ -150,8 +147,6 @@ def main() -> None:
         finally:
             if busy is not None:
                 busy.kill()
-            if args.baseline:
-                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)])
     rows = []
     for name, got in runs.items():
         rate = [g["chunks_s"] for g in got]

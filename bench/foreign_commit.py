@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import env_isolate, log, md_table  # noqa: E402
+from common import baseline_tree, env_isolate, log, md_table  # noqa: E402
 from perf import Corpus, RandomProjectionProvider, lat  # noqa: E402
 
 
@@ -107,13 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         root, index = tmp / "ws", tmp / "index.sqlite"
         queries = json.dumps(build(root, index, args.seed, args.chunks, args.rounds + 5))
         variants = [("this tree", str(repo))]
-        git = ["git", "-C", str(repo), "worktree"]
-        if args.baseline:
-            base = tmp / "baseline"
-            subprocess.run([*git, "add", "-q", "--detach", str(base), args.baseline], check=True)
-            variants.append((f"baseline {args.baseline}", str(base)))
         rows: list[list[str]] = []
-        try:
+        with baseline_tree(args.baseline, tmp / "baseline") as base:
+            if base is not None:
+                variants.append((f"baseline {args.baseline}", str(base)))
             for turn in range(args.alternations):
                 for label, src in variants:
                     copy = tmp / f"copy-{turn}.sqlite"
@@ -144,9 +141,6 @@ def main(argv: list[str] | None = None) -> int:
                     log(f"{label} round {turn + 1}: {res}")
                     shutil.rmtree(ws)
                     copy.unlink()
-        finally:
-            if args.baseline:
-                subprocess.run([*git, "remove", "--force", str(base)], check=False)
         print(
             md_table(
                 [

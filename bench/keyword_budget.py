@@ -27,10 +27,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import apply_overrides, env_isolate, log, md_table, parse_overrides  # noqa: E402
+from common import (  # noqa: E402
+    REPO,
+    apply_overrides,
+    baseline_tree,
+    env_isolate,
+    log,
+    md_table,
+    parse_overrides,
+)
 from perf import Corpus, RandomProjectionProvider, lat  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def provider(mode: str, seed: int) -> RandomProjectionProvider | None:
@@ -109,14 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         variants: list[tuple[str, str, list[str]]] = [("this tree", str(REPO), [])]
         if args.set:
             variants.append((f"this tree, {' '.join(args.set)}", str(REPO), args.set))
-        base = Path(name) / "baseline"
-        if args.baseline:
-            git = ["git", "-C", str(REPO), "worktree"]
-            subprocess.run([*git, "add", "-q", "--detach", str(base), args.baseline], check=True)
-            variants.append((f"baseline {args.baseline}", str(base), []))
-        variants.append(("no budget (reference)", str(REPO), ["query.keywordPostingsBudget=0"]))
-        runs: dict[str, list[dict[str, Any]]] = {}
-        try:
+        with baseline_tree(args.baseline, Path(name) / "baseline") as base:
+            if base is not None:
+                variants.append((f"baseline {args.baseline}", str(base), []))
+            variants.append(("no budget (reference)", str(REPO), ["query.keywordPostingsBudget=0"]))
+            runs: dict[str, list[dict[str, Any]]] = {}
             for turn in range(args.rounds):
                 for label, tree, sets in variants:
                     cmd = [sys.executable, __file__, "--mode", args.mode, "--seed", str(args.seed)]
@@ -126,9 +129,6 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     runs.setdefault(label, []).append(json.loads(out.stdout.splitlines()[-1]))
                     log(f"{label} round {turn + 1}: {runs[label][-1]['latency']}")
-        finally:
-            if args.baseline:
-                subprocess.run([*git, "remove", "--force", str(base)], check=False)
         reference = runs["no budget (reference)"][-1]["answers"]
         rows = []
         for label, done in runs.items():

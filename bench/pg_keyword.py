@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, env_isolate, log, md_table, postgres  # noqa: E402
+from common import REPO, baseline_tree, env_isolate, log, md_table, postgres  # noqa: E402
 from perf import Corpus, lat  # noqa: E402
 
 
@@ -146,30 +146,22 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(res))
         return 0
     results: dict[str, Any] = {}
-    with postgres(args.url) as url, tempfile.TemporaryDirectory() as tmp:
-        sides = {"this tree": REPO}
-        if args.baseline:
-            base = Path(tmp) / "baseline"
-            subprocess.run(
-                ["git", "-C", str(REPO), "worktree", "add", "--detach", str(base), args.baseline],
-                check=True,
-                capture_output=True,
-            )
-            sides = {f"baseline {args.baseline}": base, **sides}
-        try:
-            for label, tree in sides.items():
-                log(f"{label}:")
-                cmd = [sys.executable, str(Path(__file__).resolve()), "--code", str(tree)]
-                cmd += ["--chunks", str(args.chunks), "--others", str(args.others)]
-                cmd += ["--queries", str(args.queries), "--seed", str(args.seed)]
-                cmd += ["--unsettled"] if args.unsettled else []
-                with scratch_db(url) as db:
-                    run = [*cmd, "--side", db]
-                    done = subprocess.run(run, check=True, stdout=subprocess.PIPE, text=True)
-                results[label] = json.loads(done.stdout.strip().splitlines()[-1])
-        finally:
-            if args.baseline:
-                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)])
+    with (
+        postgres(args.url) as url,
+        tempfile.TemporaryDirectory() as tmp,
+        baseline_tree(args.baseline, Path(tmp) / "baseline") as base,
+    ):
+        sides = ({f"baseline {args.baseline}": base} if base else {}) | {"this tree": REPO}
+        for label, tree in sides.items():
+            log(f"{label}:")
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--code", str(tree)]
+            cmd += ["--chunks", str(args.chunks), "--others", str(args.others)]
+            cmd += ["--queries", str(args.queries), "--seed", str(args.seed)]
+            cmd += ["--unsettled"] if args.unsettled else []
+            with scratch_db(url) as db:
+                run = [*cmd, "--side", db]
+                done = subprocess.run(run, check=True, stdout=subprocess.PIPE, text=True)
+            results[label] = json.loads(done.stdout.strip().splitlines()[-1])
     rows = []
     for label, r in results.items():
         a, b = r["alone"], r["beside"]
