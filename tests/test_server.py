@@ -875,13 +875,11 @@ async def test_cancel_slow_search(start: Start, tmp_path: Path) -> None:
 
 async def test_settings_from_init_options_and_configuration(start: Start, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
-    client = await start(
-        ws,
-        init_options={"memory": {"query": {"maxResults": 2}, "bogus": 1}},
-        config={"memory": {"query": {"minScore": 0}}},
-    )
+    # As VS Code and the Neovim plugin do: the same settings both ways.
+    settings = {"memory": {"query": {"maxResults": 1, "minScore": 0}, "bogus": 1}}
+    client = await start(ws, init_options=settings, config=settings)
     res = await search(client, "the")
-    assert len(res["results"]) <= 2
+    assert len(res["results"]) == 1
     # A bad setting is reported by name, once, not fatal.
     assert [m for m in client.messages if "bogus" in m.message]
     st = await status(client)
@@ -907,6 +905,10 @@ async def test_settings_from_init_options_and_configuration(start: Start, tmp_pa
     assert paths(await search(client, "PostgreSQL"))
     assert paths(await search(client, "pulsar")) == ["memory/projects/rate-limits.md"]
     assert any("reopening the index" in m.message for m in client.log_messages)
+    # maxResults was removed in the editor: the client's answer replaces what it sent at start,
+    # so the default is back (stacked on initializationOptions, 1 stayed until a restart).
+    assert len((await search(client, "the"))["results"]) > 1
+    assert not any("bogus" in p for p in (await status(client))["settingsProblems"])
 
 
 async def test_settings_file_change_reloads(start: Start, tmp_path: Path) -> None:

@@ -34,21 +34,22 @@ CLIENT_TIMEOUT_S = 5  # a client request (configuration, registration) that take
 URI_CACHE_SIZE = 10_000
 
 
-def settings_section(data: Any, where: str) -> tuple[dict[str, Any], list[str]]:
+def settings_section(data: Any, where: str) -> tuple[dict[str, Any] | None, list[str]]:
     """Our settings from initializationOptions / didChangeConfiguration / a
     ``workspace/configuration`` answer: either the ``memory`` section of a larger object or the
-    section itself, with the problem of anything else (null is no settings, not a problem)."""
+    section itself, with the problem of anything else; None when there is none (null is no
+    settings, not a problem)."""
     if data is None:
-        return {}, []
+        return None, []
     inner = data.get(SECTION) if isinstance(data, dict) else data
     if isinstance(inner, dict):
         return inner, []
     if isinstance(data, dict) and SECTION not in data:
         return data, []
     if inner is None:
-        return {}, []
+        return None, []
     name = f"{where}: {SECTION}" if inner is not data else where
-    return {}, [f"{name}: expected an object of settings, got {type(inner).__name__}; ignored"]
+    return None, [f"{name}: expected an object of settings, got {type(inner).__name__}; ignored"]
 
 
 class Folders:
@@ -134,26 +135,32 @@ class Folders:
 
 
 class Configuration:
-    """Each folder's settings: the files and initializationOptions, then what the client says
-    for the folder (pulled with ``workspace/configuration``, or pushed with
-    ``didChangeConfiguration`` by clients that cannot be asked)."""
+    """Each folder's settings: the files, then what the client says for the folder (pulled
+    with ``workspace/configuration``, or pushed with ``didChangeConfiguration`` by clients
+    that cannot be asked), else its initializationOptions.
+
+    The client's section replaces initializationOptions rather than adding to them: VS Code
+    and the Neovim plugin send the same settings both ways, and stacked, a setting once sent
+    at start could never be reset in the editor (removing ``maxResults: 1`` kept it)."""
 
     def __init__(self, ls: LanguageServer, init_options: Any):
         self.ls = ls
-        self.init_overrides, self.init_problems = settings_section(
-            init_options, "initializationOptions"
-        )
-        self.client_config: dict[str, dict[str, Any]] = {}  # folder URI -> its section
+        init, self.init_problems = settings_section(init_options, "initializationOptions")
+        self.init_overrides: dict[str, Any] = init or {}
+        # folder URI -> its section; None: the client had none for it (initializationOptions)
+        self.client_config: dict[str, dict[str, Any] | None] = {}
         self.client_problems: dict[str, list[str]] = {}  # folder URI -> its section's shape
 
     def _client_can(self, capability: str) -> bool:
         return bool(get_capability(self.ls.client_capabilities, capability, False))
 
     def settings_for(self, uri: str, root: Path) -> tuple[Settings, list[str]]:
-        settings, problems = load_settings(
-            root, self.init_overrides, self.client_config.get(uri, {})
-        )
-        return settings, self.init_problems + self.client_problems.get(uri, []) + problems
+        client = self.client_config.get(uri)
+        if client is None:
+            settings, problems = load_settings(root, self.init_overrides)
+            return settings, self.init_problems + self.client_problems.get(uri, []) + problems
+        settings, problems = load_settings(root, client)
+        return settings, self.client_problems.get(uri, []) + problems
 
     async def pull(self, folders: Sequence[Folder]) -> None:
         """Ask the client for the ``memory`` section of each folder (if it can be asked)."""
