@@ -976,3 +976,29 @@ async def test_vectors_follow_edits_in_background(start: Start, tmp_path: Path) 
     await eventually(embedded, timeout=60)
     res = await search(client, "how much disk space does a customer get")
     assert res["mode"] == "hybrid" and "memory/projects/rate-limits.md" in paths(res)
+
+
+async def test_a_bad_setting_sent_at_runtime_is_reported(start: Start, tmp_path: Path) -> None:
+    """A bad value sent with ``didChangeConfiguration`` is ignored, so the effective settings
+    do not change: it was reported nowhere (the reload stopped at "nothing changed"), and a
+    problem fixed at runtime stayed in the status."""
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws, config={"memory": {"query": {"minScore": 0}}})
+    assert (await status(client))["settingsProblems"] == []
+    client.set_configuration({"memory": {"query": {"minScore": 0, "maxResults": "lots"}}})
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+    async def reported() -> bool:
+        problems = (await status(client))["settingsProblems"]
+        return any("query.maxResults" in p for p in problems)
+
+    await eventually(reported)
+    assert [m for m in client.messages if "query.maxResults" in m.message]
+
+    client.set_configuration({"memory": {"query": {"minScore": 0}}})
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+    async def cleared() -> bool:
+        return (await status(client))["settingsProblems"] == []
+
+    await eventually(cleared)

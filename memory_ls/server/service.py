@@ -169,6 +169,11 @@ class MemoryService:
             self.config.settings_for, folder.uri, folder.root
         )
         if to_dict(settings) == to_dict(folder.settings) and folder.engine is not None:
+            if problems != folder.problems:
+                # A bad value is ignored, so the settings stay as they were: the problem (or
+                # that it was fixed) must still reach the status and the user.
+                folder.problems = problems
+                self.messages.folder_opened(folder)
             return
         log.info("%s: settings changed; reopening the index", folder.name)
         await self._open(folder, settings, problems)
