@@ -1002,3 +1002,26 @@ async def test_a_bad_setting_sent_at_runtime_is_reported(start: Start, tmp_path:
         return (await status(client))["settingsProblems"] == []
 
     await eventually(cleared)
+
+
+async def test_the_same_folder_twice_answers_once(start: Start, tmp_path: Path) -> None:
+    """A folder added again under another URI (a trailing slash, a symlink to it) opened a
+    second engine on the same index: every hit came back twice."""
+    a = make_workspace(tmp_path / "a")
+    (tmp_path / "link").symlink_to(a)
+    client = await start(a)
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[
+                    types.WorkspaceFolder(uri=uri(a) + "/", name="a2"),
+                    types.WorkspaceFolder(uri=(tmp_path / "link").as_uri(), name="link"),
+                ],
+                removed=[],
+            )
+        )
+    )
+    await eventually(lambda: folders_synced(client, [uri(a)]))
+    st = await wait_idle(client)
+    assert [f["folder"] for f in st["folders"]] == [uri(a)]
+    assert paths(await search(client, "PostgreSQL")) == ["memory/2026-01-05.md"]

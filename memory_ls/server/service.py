@@ -87,6 +87,11 @@ class MemoryService:
         except (OSError, RuntimeError, ValueError) as exc:  # a NUL byte (%00) in the URI
             log.warning("ignoring workspace folder %s: %s", uri, exc)
             return None
+        if same := next((f for f in self.folders if f.root == root), None):
+            # The same folder under another URI (`a/`, a symlink): a second engine on the
+            # same index would answer every search twice.
+            log.info("ignoring workspace folder %s: the same folder as %s", uri, same.uri)
+            return None
         settings, problems = self.config.settings_for(uri, root)
         hooks = FolderHooks(
             get_text=partial(buffer_text, self.ls),
@@ -192,13 +197,11 @@ class MemoryService:
                 self.watching.unwatch(folder)
                 self._stop_interval(folder)
                 await folder.close()
-        new = [
-            folder
-            for f in added
-            if f.uri not in self.folders and (folder := self._new_folder(f.uri))
-        ]
-        for folder in new:
-            self.folders.add(folder)
+        new: list[Folder] = []
+        for f in added:  # one by one: an event may name the same folder twice
+            if f.uri not in self.folders and (folder := self._new_folder(f.uri)):
+                self.folders.add(folder)
+                new.append(folder)
         await self.config.pull(new)
         await asyncio.gather(*(self._open(f) for f in new))
         if self.watching.mode != "off":
