@@ -1025,3 +1025,43 @@ async def test_the_same_folder_twice_answers_once(start: Start, tmp_path: Path) 
     st = await wait_idle(client)
     assert [f["folder"] for f in st["folders"]] == [uri(a)]
     assert paths(await search(client, "PostgreSQL")) == ["memory/2026-01-05.md"]
+
+
+async def test_watching_follows_sync_watch_and_new_folders(start: Start, tmp_path: Path) -> None:
+    """With no folder watching (``sync.watch`` off), turning it on at runtime or adding a
+    folder that wants it watched nothing until a restart (a note an agent wrote stayed out of
+    the index); turning it off kept watching."""
+    a = make_workspace(tmp_path / "a")
+    write(a, ".memory-ls.toml", "[sync]\nwatch = false\n")
+    client = await start(a, caps=capabilities(watch=False))
+    assert (await status(client))["watch"] == "off"
+
+    b = make_workspace(tmp_path / "b")
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(uri=uri(b), name="b")], removed=[]
+            )
+        )
+    )
+    await eventually(lambda: folders_synced(client, [uri(a), uri(b)]))
+    assert (await status(client))["watch"] == "server"
+    write(b, "memory/agent.md", "# Agent\n\nThe narwhal migration is done.\n")
+
+    async def found(query: str, path: str) -> bool:
+        return path in {r["uri"] for r in (await search(client, query))["results"]}
+
+    await eventually(lambda: found("narwhal", uri(b / "memory/agent.md")))
+
+    async def watch_is(mode: str) -> bool:
+        return (await status(client))["watch"] == mode
+
+    client.set_configuration({"memory": {"sync": {"watch": False}}})
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await eventually(lambda: watch_is("off"))
+    client.set_configuration({"memory": {"sync": {"watch": True}}})
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await eventually(lambda: watch_is("server"))
+    await wait_idle(client)
+    write(a, "memory/agent.md", "# Agent\n\nThe okapi survey starts in May.\n")
+    await eventually(lambda: found("okapi", uri(a / "memory/agent.md")))

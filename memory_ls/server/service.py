@@ -183,8 +183,7 @@ class MemoryService:
         log.info("%s: settings changed; reopening the index", folder.name)
         await self._open(folder, settings, problems)
         self.documents.reapply(folder)
-        if self.watching.mode != "off":
-            await self.watching.setup()
+        await self.watching.setup()  # also when sync.watch was off: it may be on now
         self._start_interval(folder)
         folder.spawn(self.sync(folder, "settings", False))
 
@@ -204,8 +203,7 @@ class MemoryService:
                 new.append(folder)
         await self.config.pull(new)
         await asyncio.gather(*(self._open(f) for f in new))
-        if self.watching.mode != "off":
-            await self.watching.setup()
+        await self.watching.setup()  # also when no folder watched: a new one may want to
         for folder in new:
             self._start_folder(folder)
             self.documents.folder_added(folder)

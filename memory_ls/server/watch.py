@@ -193,6 +193,7 @@ class Watching:
         """(Re)start watching every folder; after start, settings and folder changes."""
         self._loop = asyncio.get_running_loop()
         if not any(f.settings.sync.watch for f in self.folders):
+            await self._stop_watching()  # sync.watch turned off at runtime
             return
         caps = self.ls.client_capabilities
         if (
@@ -212,6 +213,33 @@ class Watching:
         for folder in self.folders:
             if folder.settings.sync.watch:
                 self.watcher.watch(folder.root, folder.settings)
+            else:
+                self.watcher.unwatch(folder.root)
+
+    async def _stop_watching(self) -> None:
+        if self.mode == "client":
+            try:
+                await self._unregister()
+            except Exception as exc:  # its events still come: indexing them does no harm
+                log.info("client refused to stop watching files (%s)", exc)
+        elif self.watcher is not None:
+            for folder in self.folders:
+                self.watcher.unwatch(folder.root)
+        self.mode = "off"
+
+    async def _unregister(self) -> None:
+        await asyncio.wait_for(
+            self.ls.client_unregister_capability_async(
+                types.UnregistrationParams(
+                    unregisterations=[
+                        types.Unregistration(
+                            id=WATCH_REGISTRATION, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+                        )
+                    ]
+                )
+            ),
+            REGISTER_TIMEOUT_S,
+        )
 
     def _from_thread(self, path: Path, is_dir: bool) -> None:
         if self._loop is not None and not self._loop.is_closed():
@@ -249,16 +277,7 @@ class Watching:
                     ]
         try:
             if self.mode == "client":  # the globs changed: replace the registration
-                await self.ls.client_unregister_capability_async(
-                    types.UnregistrationParams(
-                        unregisterations=[
-                            types.Unregistration(
-                                id=WATCH_REGISTRATION,
-                                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                            )
-                        ]
-                    )
-                )
+                await self._unregister()
             await asyncio.wait_for(
                 self.ls.client_register_capability_async(
                     types.RegistrationParams(
