@@ -1065,3 +1065,30 @@ async def test_watching_follows_sync_watch_and_new_folders(start: Start, tmp_pat
     await wait_idle(client)
     write(a, "memory/agent.md", "# Agent\n\nThe okapi survey starts in May.\n")
     await eventually(lambda: found("okapi", uri(a / "memory/agent.md")))
+
+
+async def test_folders_never_share_an_index_file(start: Start, tmp_path: Path) -> None:
+    """A ``store.path`` given for every folder (initializationOptions, the user's config)
+    made two folders share one index: each folder's sync dropped the other's files, and a
+    search named a file of one folder under the other (``b/memory/2026-01-05.md``, which
+    does not exist). The first folder keeps the file, the next one its own, and says so."""
+    a = make_workspace(tmp_path / "a")
+    b = tmp_path / "b"
+    write(b, "MEMORY.md", "# B\n\nThe PostgreSQL replica for project B is read-only.\n")
+    shared = tmp_path / "one.sqlite"
+    client = await start(a, b, init_options={"store": {"path": str(shared)}})
+    st = await status(client)
+    assert [f["files"] for f in st["folders"]] == [3, 1]
+    assert st["folders"][0]["settingsProblems"] == []
+    assert any("store.path" in p for p in st["folders"][1]["settingsProblems"])
+    hits = {r["uri"] for r in (await search(client, "PostgreSQL"))["results"]}
+    assert hits == {uri(a / "memory/2026-01-05.md"), uri(b / "MEMORY.md")}
+
+    # A settings change reopens a folder: the first one still keeps the file.
+    client.set_configuration({"memory": {"query": {"maxResults": 5}}})
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await asyncio.sleep(0.5)
+    st = await wait_idle(client)
+    assert [f["files"] for f in st["folders"]] == [3, 1]
+    hits = {r["uri"] for r in (await search(client, "PostgreSQL"))["results"]}
+    assert hits == {uri(a / "memory/2026-01-05.md"), uri(b / "MEMORY.md")}

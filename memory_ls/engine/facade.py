@@ -26,7 +26,7 @@ from ..settings import Settings
 from ..settings import load as load_settings
 from ..workspace import PathError, Workspace
 from .excerpts import FileLines, excerpt, read_text
-from .index_files import default_index_path
+from .index_files import index_path_for
 from .indexer import Indexer
 from .providers import AUTO, ProviderPolicy
 from .reranking import RerankPolicy
@@ -80,10 +80,7 @@ class MemoryEngine:
         self.settings = resolve_paths(settings, self.root)
         self.workspace = Workspace(Path(root), self.settings)  # it keeps the path as opened too
         self.policy = ProviderPolicy(self.settings, provider)
-        path = index_path or (
-            self.settings.store.path and Path(self.settings.store.path).expanduser()
-        )
-        self.index_path = Path(path) if path else default_index_path(self.root)
+        self.index_path = Path(index_path or index_path_for(self.settings, self.root))
         team = self.settings.store.backend == "postgres"
         try:
             self.indexer = Indexer(

@@ -7,7 +7,7 @@ import logging
 import os
 from pathlib import Path
 
-from ..settings import cache_dir
+from ..settings import Settings, cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -15,6 +15,12 @@ log = logging.getLogger(__name__)
 def default_index_path(root: Path) -> Path:
     digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
     return cache_dir() / "index" / f"{root.resolve().name or 'root'}-{digest}.sqlite"
+
+
+def index_path_for(settings: Settings, root: Path) -> Path:
+    """The index file of a workspace folder: ``store.path``, else its own in the cache."""
+    path = settings.store.path
+    return Path(path).expanduser() if path else default_index_path(root)
 
 
 def _alive(pid: int) -> bool:

@@ -16,6 +16,7 @@ removed, the interval sync, shutdown.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from ..engine import index_path_for
 from ..settings import Settings, to_dict
 from .citations import Citations
 from .documents import Documents, buffer_text
@@ -44,6 +46,13 @@ log = logging.getLogger(__name__)
 
 READ_THREADS = 4
 CLOSE_TIMEOUT_S = 10
+
+
+def _index_file(settings: Settings, root: Path) -> Path | None:
+    try:
+        return index_path_for(settings, root).resolve()
+    except (OSError, RuntimeError, ValueError):  # the engine says why it cannot open it
+        return None
 
 
 class MemoryService:
@@ -77,6 +86,27 @@ class MemoryService:
         return await sync_with_progress(self.ls, folder, reason, force)
 
     # -- folders ----------------------------------------------------------------------------
+    def _settings_for(self, uri: str, root: Path) -> tuple[Settings, list[str]]:
+        """The folder's settings, with an index file of its own: a ``store.path`` set for
+        every folder (user config, initializationOptions) made them share one index, where
+        each folder's sync dropped the others' files and hits named files of the wrong
+        folder. The first folder (in the workspace's order) that names the file keeps it;
+        decided from the settings, not from which engine opened first."""
+        settings, problems = self.config.settings_for(uri, root)
+        if not settings.store.path:
+            return settings, problems
+        mine = _index_file(settings, root)
+        earlier = itertools.takewhile(lambda f: f.uri != uri, self.folders)
+        for f in earlier if mine is not None else ():
+            if _index_file(self.config.settings_for(f.uri, f.root)[0], f.root) == mine:
+                problems.append(
+                    f"store.path: {settings.store.path} is the index of {f.name} already; "
+                    "this folder keeps its own index file"
+                )
+                settings.store.path = ""
+                break
+        return settings, problems
+
     def _new_folder(self, uri: str) -> Folder | None:
         fs = to_fs_path(uri)
         if not fs:
@@ -92,7 +122,7 @@ class MemoryService:
             # same index would answer every search twice.
             log.info("ignoring workspace folder %s: the same folder as %s", uri, same.uri)
             return None
-        settings, problems = self.config.settings_for(uri, root)
+        settings, problems = self._settings_for(uri, root)
         hooks = FolderHooks(
             get_text=partial(buffer_text, self.ls),
             on_indexed=lambda f, u: self.documents.refresh_diagnostics(f, exclude=u),
@@ -123,7 +153,7 @@ class MemoryService:
     ) -> None:
         if settings is None:
             settings, problems = await asyncio.to_thread(
-                self.config.settings_for, folder.uri, folder.root
+                self._settings_for, folder.uri, folder.root
             )
         await folder.open(settings, problems)
         self._apply_log_level()
@@ -170,9 +200,7 @@ class MemoryService:
         await asyncio.gather(*(self.reload(f) for f in self.folders))
 
     async def reload(self, folder: Folder) -> None:
-        settings, problems = await asyncio.to_thread(
-            self.config.settings_for, folder.uri, folder.root
-        )
+        settings, problems = await asyncio.to_thread(self._settings_for, folder.uri, folder.root)
         if to_dict(settings) == to_dict(folder.settings) and folder.engine is not None:
             if problems != folder.problems:
                 # A bad value is ignored, so the settings stay as they were: the problem (or
