@@ -1092,3 +1092,36 @@ async def test_folders_never_share_an_index_file(start: Start, tmp_path: Path) -
     assert [f["files"] for f in st["folders"]] == [3, 1]
     hits = {r["uri"] for r in (await search(client, "PostgreSQL"))["results"]}
     assert hits == {uri(a / "memory/2026-01-05.md"), uri(b / "MEMORY.md")}
+
+
+async def test_a_settings_file_saved_half_edited_keeps_the_index(
+    start: Start, tmp_path: Path
+) -> None:
+    """A ``.memory-ls.toml`` that does not parse (saved mid-edit) was read as empty: its
+    settings went back to the defaults (other chunks, another provider) and the index was
+    rebuilt, and rebuilt again once the file was fixed. The folder keeps its settings and
+    says why, until the file reads again."""
+    ws = make_workspace(tmp_path / "ws")
+    good = "[chunking]\ntokens = 64\noverlap = 8\n[query]\nminScore = 0\n"
+    toml = write(ws, ".memory-ls.toml", good)
+    client = await start(ws)
+
+    def saved(text: str) -> None:
+        write(ws, ".memory-ls.toml", text)
+        client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=uri(toml), type=types.FileChangeType.Changed)]
+            )
+        )
+
+    async def problems_say(word: str | None) -> bool:
+        problems = (await status(client))["settingsProblems"]
+        return any(word in p for p in problems) if word else problems == []
+
+    saved(good.replace("[query]", "[query"))
+    await eventually(lambda: problems_say("cannot read settings"))
+    saved(good)
+    await eventually(lambda: problems_say(None))
+    st = await wait_idle(client)
+    assert st["lastSync"]["reason"] == "startup", st["lastSync"]  # never rebuilt
+    assert not [m for m in client.log_messages if "reopening the index" in m.message]

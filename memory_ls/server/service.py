@@ -28,7 +28,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ..engine import index_path_for
-from ..settings import Settings, to_dict
+from ..settings import UNREADABLE, Settings, to_dict
 from .citations import Citations
 from .documents import Documents, buffer_text
 from .folders import Configuration, Folders
@@ -201,6 +201,12 @@ class MemoryService:
 
     async def reload(self, folder: Folder) -> None:
         settings, problems = await asyncio.to_thread(self._settings_for, folder.uri, folder.root)
+        if folder.engine is not None and any(UNREADABLE in p for p in problems):
+            # A settings file saved half-edited: read as empty, it would put the defaults
+            # back (another provider, other chunks) and rebuild the index, and again once
+            # fixed. The folder keeps its settings until the file reads again.
+            log.warning("%s: a settings file cannot be read; keeping the settings", folder.name)
+            settings = folder.settings
         if to_dict(settings) == to_dict(folder.settings) and folder.engine is not None:
             if problems != folder.problems:
                 # A bad value is ignored, so the settings stay as they were: the problem (or

@@ -11,7 +11,7 @@ An unknown key or a bad value is reported by name and ignored: never fatal.
 (``python -m memory_ls.settings --readme``).
 """
 
-from .loading import apply, cache_dir, load, read_toml, to_dict, user_config_path
+from .loading import UNREADABLE, apply, cache_dir, load, read_toml, to_dict, user_config_path
 from .query import (
     RERANK_PROVIDERS,
     DecaySettings,
@@ -40,6 +40,7 @@ from .spec import Leaf, Spec, camel, leaves, setting, snake
 __all__ = [
     "PROVIDERS",
     "RERANK_PROVIDERS",
+    "UNREADABLE",
     "CacheSettings",
     "ChunkingSettings",
     "DecaySettings",

@@ -26,6 +26,8 @@ INT_LIMIT = 2**63 - 1
 SHOWN_CHARS = 200
 
 Show = Callable[[Any], str]
+# The problem of a settings file that does not parse (the server keeps the settings it has).
+UNREADABLE = "cannot read settings"
 
 
 def _shown(value: Any) -> str:
@@ -243,7 +245,7 @@ def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
     except FileNotFoundError:
         return {}, []
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        return {}, [f"{path}: cannot read settings ({exc}); ignored"]
+        return {}, [f"{path}: {UNREADABLE} ({exc}); ignored"]
 
 
 def load(root: Path | None = None, *overrides: dict[str, Any]) -> tuple[Settings, list[str]]:
