@@ -7,7 +7,8 @@
 #                                  starts it again on the same port)
 #   pg_server.sh rm DIR            stop and delete DIR (and its pooler)
 #   pg_server.sh bouncer DIR URL [PYTHON]
-#                                  PgBouncer (Debian's `pgbouncer`) in transaction mode in front
+#                                  PgBouncer (Debian's `pgbouncer`, or the binary $PGBOUNCER
+#                                  names) in transaction mode in front
 #                                  of URL's server, its files under DIR; prints its URL
 #
 # initdb refuses to run as root, so as root the server runs as a system user made for it, with
@@ -83,7 +84,9 @@ down)
 bouncer)
   url=${3:?usage: pg_server.sh bouncer DIR URL [PYTHON]}
   py=${4:-python3}
-  command -v pgbouncer >/dev/null || {
+  # $PGBOUNCER: another pgbouncer binary (tests/pgbouncer_build.sh), else Debian's.
+  bouncer_bin=${PGBOUNCER:-$(command -v pgbouncer || true)}
+  [ -x "$bouncer_bin" ] || {
     echo "pg_server.sh: no pgbouncer (apt-get install pgbouncer)" >&2
     exit 1
   }
@@ -124,10 +127,15 @@ EOF_PY
     id -u "$sys_user" >/dev/null 2>&1 ||
       useradd --system --no-create-home --shell /usr/sbin/nologin "$sys_user" 2>/dev/null ||
       id -u "$sys_user" >/dev/null
+    if ! runuser -u "$sys_user" -- test -x "$bouncer_bin"; then
+      # Built under /root, say, where that user cannot reach it: a copy of its own.
+      cp "$bouncer_bin" "$dir/bouncer/pgbouncer"
+      bouncer_bin=$dir/bouncer/pgbouncer
+    fi
     chown -R "$sys_user" "$dir/bouncer"
   fi
   chmod 600 "$dir/bouncer/userlist.txt"
-  as_owner pgbouncer -d -q "$dir/bouncer/pgbouncer.ini"
+  as_owner "$bouncer_bin" -d -q "$dir/bouncer/pgbouncer.ini"
   # -d returns before the daemon listens: wait for it, and say why when it never does.
   port=$(sed -n 's/^listen_port = //p' "$dir/bouncer/pgbouncer.ini")
   "$py" - "$port" <<'EOF_PY' || { cat "$dir/bouncer/pgbouncer.log" >&2; exit 1; }

@@ -59,14 +59,30 @@ class PgServer:
         subprocess.run(["bash", str(SCRIPT), "rm", str(self.dir)], timeout=60)
 
 
-@contextmanager
-def bouncer(url: str) -> Iterator[str]:
-    """PgBouncer in transaction mode in front of ``url``'s server; yields its URL."""
-    if shutil.which("pgbouncer") is None:
-        how = "apt-get install pgbouncer (.ci/run does)"
+# The PgBouncers the pooler tests run against: Debian 12's (1.18, before prepared-statement
+# tracking) and a current one (1.24, tracking on by default) that tests/pgbouncer_build.sh
+# builds and this variable names (.ci/run does both).
+BOUNCERS = ("debian", "current")
+CURRENT_BOUNCER_ENV = "MEMORY_LS_TEST_PGBOUNCER"
+
+
+def bouncer_binary(which: str) -> str:
+    """The pgbouncer binary ``which`` of BOUNCERS names; fails in CI, skips elsewhere."""
+    if which == "debian":
+        found, how = shutil.which("pgbouncer"), "apt-get install pgbouncer (.ci/run does)"
+    else:
+        found = os.environ.get(CURRENT_BOUNCER_ENV)
+        how = f"{CURRENT_BOUNCER_ENV}=$(bash tests/pgbouncer_build.sh DIR) (.ci/run does)"
+    if not found:
         if os.environ.get("CI"):
-            pytest.fail(f"no pgbouncer for the pooler tests in CI: {how}")
-        pytest.skip(f"no pgbouncer: {how}")
+            pytest.fail(f"no {which} pgbouncer for the pooler tests in CI: {how}")
+        pytest.skip(f"no {which} pgbouncer: {how}")
+    return found
+
+
+@contextmanager
+def bouncer(url: str, binary: str) -> Iterator[str]:
+    """PgBouncer ``binary`` in transaction mode in front of ``url``'s server; yields its URL."""
     folder = Path(tempfile.mkdtemp(prefix="memory-ls-bouncer-", dir="/tmp"))
     try:
         out = subprocess.run(
@@ -74,6 +90,7 @@ def bouncer(url: str) -> Iterator[str]:
             capture_output=True,
             text=True,
             timeout=60,
+            env=os.environ | {"PGBOUNCER": binary},
         )
         if out.returncode != 0:
             raise RuntimeError(f"pg_server.sh bouncer failed: {out.stderr.strip()}")

@@ -1,4 +1,5 @@
-"""The team index through PgBouncer in transaction mode (Debian's pgbouncer; .ci/run installs it).
+"""The team index through PgBouncer in transaction mode: Debian 12's 1.18 and a current 1.24
+(tests/pgbouncer_build.sh; .ci/run installs the one and builds the other).
 
 A transaction pooler hands each transaction whichever server connection is free: a client that
 prepares statements or sets session options breaks there, and a pooler that has lost its server
@@ -13,7 +14,15 @@ import time
 import psycopg
 import pytest
 from http_stub import StubServer
-from pg_util import PgServer, bouncer, require_server_binaries, shared_url, unique
+from pg_util import (
+    BOUNCERS,
+    PgServer,
+    bouncer,
+    bouncer_binary,
+    require_server_binaries,
+    shared_url,
+    unique,
+)
 from test_postgres import (
     NOTES,
     by_primary,
@@ -28,11 +37,11 @@ from memory_ls.engine import MemoryEngine
 from memory_ls.index.postgres import PgDatabase, PrimaryUnavailable
 
 
-@pytest.fixture(scope="module")
-def pooled() -> tuple[str, str]:
-    """(the server's URL, a transaction pooler's URL in front of it)."""
+@pytest.fixture(scope="module", params=BOUNCERS)
+def pooled(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """(the server's URL, a transaction pooler's URL in front of it), for each PgBouncer."""
     url = shared_url()
-    with bouncer(url) as pooled_url:
+    with bouncer(url, bouncer_binary(request.param)) as pooled_url:
         yield url, pooled_url
 
 
@@ -132,14 +141,16 @@ def test_a_statement_the_pooler_holds_is_cut_off(pooled):
     assert rows(direct_url, "SELECT 1") == [(1,)]
 
 
-def test_server_gone_behind_the_pooler(tmp_path):
+@pytest.mark.parametrize("which", BOUNCERS)
+def test_server_gone_behind_the_pooler(tmp_path, which):
     """The pooler stays up, its server stops: searches answer from the local index within
     the budget (not after the pooler's 60 s), and the primary is caught up once it is back."""
     require_server_binaries()
+    binary = bouncer_binary(which)
     server = PgServer()
     try:
         direct_url = server.up()
-        with bouncer(direct_url) as url:
+        with bouncer(direct_url, binary) as url:
             root = write_notes(tmp_path / "ws", NOTES)
             s = pooler(url, unique("gone"), retry_after_s=0.3, timeout_ms=1000)
             with MemoryEngine(root, s) as eng:
