@@ -34,6 +34,12 @@ def format_citation(path: str, start: int, end: int) -> str:
     return f"{path}#L{start}" if start == end else f"{path}#L{start}-L{end}"
 
 
+# A citation that is the whole text (``memory-ls get``, memory/get, memory_get): its path may
+# hold spaces, "#" or any other character a file name can, since nothing follows it. A note in
+# a folder with a space (``memory/on call/x.md#L1-L3``) was cited by search but refused by get,
+# as "bad line numbers", when the path had to be one CITATION_RE takes inside running text.
+_WHOLE_CITATION_RE = re.compile(r"(?P<path>.+\.(?:md|jsonl))#L(?P<start>\d+)(?:-L?(?P<end>\d+))?")
+
 # What a citation of bad line numbers looks like (``MEMORY.md#L0``, ``#L5-L2``, ``#L-3``).
 _CITATION_LIKE = re.compile(r"\.(?:md|jsonl)#L")
 
@@ -47,7 +53,7 @@ def citation_problem(text: str) -> str | None:
 
 def parse_citation(text: str) -> Citation | None:
     """The citation that is the whole of ``text`` (surrounding spaces and ./ allowed)."""
-    m = CITATION_RE.fullmatch(text.strip().removeprefix("./"))
+    m = _WHOLE_CITATION_RE.fullmatch(text.strip().removeprefix("./"))
     return _from_match(m) if m else None
 
 
