@@ -7,9 +7,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 from conftest import write
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from memory_ls.mcp import REFRESH_SECONDS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,6 +30,22 @@ def cli(root: Path, index: Path, *args: str) -> subprocess.CompletedProcess[str]
         cwd=REPO,
         env=os.environ | {"PYTHONPATH": str(REPO)},
     )
+
+
+def mcp_params(root: Path, index: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memory_ls", "mcp", "-w", str(root), "--index", str(index)],
+        env={k: os.environ[k] for k in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME")}
+        | {"PYTHONPATH": str(REPO)},
+        cwd=str(REPO),
+    )
+
+
+def paths(result: Any) -> list[str]:
+    """The paths a memory_search result found; a tool error fails the test with its text."""
+    assert not result.is_error, result.content[0].text
+    return [hit["path"] for hit in json.loads(result.content[0].text)["results"]]
 
 
 def keyword_ws(root: Path) -> Path:
@@ -56,3 +78,45 @@ def test_every_citation_search_prints_can_be_read_with_get(tmp_path: Path):
     # Bad line numbers are still an error, whatever the path holds.
     bad = cli(root, index, "get", f"{names[0]}#L3-L1")
     assert bad.returncode == 2 and "bad line numbers" in bad.stderr
+
+
+HOLD_WRITE_LOCK = """
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+time.sleep(90)
+"""
+
+
+async def test_an_mcp_search_answers_while_another_process_holds_the_write_lock(tmp_path: Path):
+    """Another process (a CLI rebuild, another agent's server syncing a big checkout) holding the
+    index's write lock past SQLite's busy timeout failed memory_search with a bare
+    "memory_search failed: OperationalError"; the CLI and the editor answer from the index as
+    it is, and so does the MCP server now."""
+    root = keyword_ws(tmp_path / "ws")
+    index = tmp_path / "index.sqlite"
+    async with (
+        stdio_client(mcp_params(root, index)) as (read, write_),
+        ClientSession(read, write_) as session,
+    ):
+        await session.initialize()
+        assert paths(await session.call_tool("memory_search", {"query": "dark mode"})) == [
+            "MEMORY.md"
+        ]
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_WRITE_LOCK, str(index)], stdout=subprocess.PIPE
+        )
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+            write(root, "memory/beaver.md", "# Dams\n\nThe beaver builds dams.\n")
+            time.sleep(REFRESH_SECONDS + 0.1)  # a search syncs first: the new note is a write
+            held = await session.call_tool("memory_search", {"query": "dark mode"})
+            assert holder.poll() is None  # answered while the lock was still held
+            assert paths(held) == ["MEMORY.md"]
+        finally:
+            holder.kill()
+            holder.wait()
+        time.sleep(REFRESH_SECONDS + 0.1)
+        found = await session.call_tool("memory_search", {"query": "beaver dams"})
+        assert paths(found) == ["memory/beaver.md"]  # the next search indexes what was missed

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from ..engine import MemoryEngine
+from ..index.schema import DatabaseError
 from ..params import MCP, ParamError, parse_get, parse_search
 from ..search.citations import parse_citation
 from ..workspace import PathError
@@ -73,8 +74,16 @@ class MemoryTools:
         with self._refresh_lock:
             if time.monotonic() - self._refreshed < self.refresh_seconds:
                 return
-            report = self.engine.sync("mcp", embed=False)
-            self._refreshed = time.monotonic()
+            try:
+                report = self.engine.sync("mcp", embed=False)
+            except (DatabaseError, OSError) as exc:
+                # Another process's write lock held past the busy timeout, a full disk: the
+                # search answers from the index as it is, as the CLI's and the editor's do (it
+                # failed with a bare "OperationalError", after waiting the same 30 s).
+                log.warning("changed files not indexed (%s); searching the index as it is", exc)
+                return
+            finally:
+                self._refreshed = time.monotonic()
         if report.indexed and self.engine.provider is not None:
             threading.Thread(target=self._embed, name="memory-ls-mcp-embed", daemon=True).start()
 
