@@ -213,6 +213,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_session(args: argparse.Namespace) -> int:
+    from .index.schema import DatabaseError
     from .session_hooks import InputError, session_input
     from .session_writer import write_note
 
@@ -240,7 +241,15 @@ def cmd_session(args: argparse.Namespace) -> int:
             print(f"memory-ls: cannot save the session: {exc}", file=sys.stderr)
             return 2
         # The new note is searchable at once (keyword side); vectors follow in this sync too.
-        engine.sync("session-save", progress=ProgressBar())
+        try:
+            engine.sync("session-save", progress=ProgressBar())
+        except (DatabaseError, OSError) as exc:  # a lock held too long: the note is saved
+            # Exit 2 without the path (as it was) told a hook or a script that nothing was
+            # saved, and saving again wrote the note twice (its -2 copy).
+            print(
+                f"memory-ls: saved, not indexed yet ({exc}): the next sync indexes it",
+                file=sys.stderr,
+            )
         rel = path.relative_to(engine.root).as_posix()
         print(json.dumps({"path": rel, "uri": path.as_uri()}) if args.json else rel)
         return 0

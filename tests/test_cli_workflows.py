@@ -120,3 +120,36 @@ async def test_an_mcp_search_answers_while_another_process_holds_the_write_lock(
         time.sleep(REFRESH_SECONDS + 0.1)
         found = await session.call_tool("memory_search", {"query": "beaver dams"})
         assert paths(found) == ["memory/beaver.md"]  # the next search indexes what was missed
+
+
+def test_session_save_reports_the_note_it_saved_when_the_index_is_locked(tmp_path: Path):
+    """The note is written before the index sync; a sync that failed (another process's write
+    lock held past the busy timeout) made `session save` exit 2 with "index error" and no path,
+    so a hook or a script saving again wrote the note twice."""
+    root = keyword_ws(tmp_path / "ws")
+    index = tmp_path / "index.sqlite"
+    assert cli(root, index, "index").returncode == 0
+    transcript = write(
+        tmp_path,
+        "chat.jsonl",
+        json.dumps({"role": "user", "content": "Which queue do we use for billing?"})
+        + "\n"
+        + json.dumps({"role": "assistant", "content": "RabbitMQ with quorum queues."})
+        + "\n",
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITE_LOCK, str(index)], stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        saved = cli(root, index, "session", "save", str(transcript), "--json")
+        assert holder.poll() is None  # the lock was held all along
+    finally:
+        holder.kill()
+        holder.wait()
+    assert saved.returncode == 0, saved.stderr
+    assert "not indexed yet" in saved.stderr
+    note = json.loads(saved.stdout)["path"]
+    assert [p.relative_to(root).as_posix() for p in (root / "memory").iterdir()] == [note]
+    found = cli(root, index, "search", "RabbitMQ quorum", "--json")  # the next sync indexes it
+    assert [hit["path"] for hit in json.loads(found.stdout)["results"]] == [note]
