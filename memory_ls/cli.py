@@ -41,12 +41,20 @@ class ProgressBar:
         sys.stderr.flush()
 
 
+def _workspace(given: str | None) -> Path:
+    """The workspace folder, resolved; exit 2 (an error, as for bad options) when it is none:
+    SystemExit with a message exits 1, which `search` uses for "no results"."""
+    root = Path(given or ".").resolve()
+    if not root.is_dir():
+        print(f"memory-ls: workspace {root} is not a folder", file=sys.stderr)
+        raise SystemExit(2)
+    return root
+
+
 def _engine(args: argparse.Namespace) -> MemoryEngine:
     from .engine import MemoryEngine
 
-    root = Path(args.workspace or ".").resolve()
-    if not root.is_dir():
-        raise SystemExit(f"memory-ls: workspace {root} is not a folder")
+    root = _workspace(args.workspace)
     engine = MemoryEngine(root, index_path=args.index)
     for problem in engine.problems:
         print(f"memory-ls: settings: {problem}", file=sys.stderr)
@@ -273,9 +281,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"memory-ls: the MCP server is not available: {exc}", file=sys.stderr)
         return 2
-    root = Path(args.workspace).resolve()
-    if not root.is_dir():
-        raise SystemExit(f"memory-ls: workspace {root} is not a folder")
+    root = _workspace(args.workspace)
     given = {"host": args.host, "port": args.port, "token": args.token}
     if args.transport == "stdio" and any(v is not None for v in given.values()):
         print("memory-ls: --host, --port and --token need --transport http", file=sys.stderr)

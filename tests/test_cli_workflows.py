@@ -153,3 +153,27 @@ def test_session_save_reports_the_note_it_saved_when_the_index_is_locked(tmp_pat
     assert [p.relative_to(root).as_posix() for p in (root / "memory").iterdir()] == [note]
     found = cli(root, index, "search", "RabbitMQ quorum", "--json")  # the next sync indexes it
     assert [hit["path"] for hit in json.loads(found.stdout)["results"]] == [note]
+
+
+def test_a_workspace_that_is_no_folder_is_an_error_not_no_results(tmp_path: Path):
+    """`search` exits 1 for "nothing matched"; a -w that is missing or a file exited 1 too
+    (SystemExit with a message), so a script read a typo in the path as an empty memory."""
+    index = tmp_path / "index.sqlite"
+    note = write(tmp_path, "MEMORY.md", "# Memory\n")
+    for root in (tmp_path / "missing", note):
+        for args in (("search", "walrus"), ("search", "walrus", "--json"), ("get", "MEMORY.md")):
+            done = cli(root, index, *args)
+            assert done.returncode == 2, (args, done.returncode)
+            assert (
+                done.stdout == ""
+                and done.stderr == f"memory-ls: workspace {root} is not a folder\n"
+            )
+    mcp = subprocess.run(
+        [sys.executable, "-m", "memory_ls", "mcp", "-w", str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env=os.environ | {"PYTHONPATH": str(REPO)},
+    )
+    assert mcp.returncode == 2 and "is not a folder" in mcp.stderr
