@@ -19,8 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..chunking import ChunkLimits
-from ..embeddings.base import EmbeddingError, EmbeddingProvider, normalize
+from ..embeddings.base import EmbeddingError, normalize
 from ..embeddings.batch import batch_embedder_for
 from ..index.embed import embed_lines, embed_pending
 from ..index.readers import ReaderPool
@@ -37,7 +36,6 @@ from ..index.sync import (
     sync_keyword,
 )
 from ..index.vectors import Changes, Mark
-from ..index.writes import VectorUpdate
 from ..search.vector import VectorIndex
 from ..settings import Settings
 from ..text import rules_stamp
@@ -45,32 +43,9 @@ from ..workspace import PathError, Workspace
 from .index_files import remove_stale_rebuilds
 from .providers import ProviderPolicy, readable
 from .reference import reference_vectors
-from .target import EmbedTarget
+from .target import EmbedTarget, index_context
 
 log = logging.getLogger(__name__)
-
-
-def index_context(
-    settings: Settings,
-    workspace: Workspace,
-    provider: EmbeddingProvider | None,
-    on_vectors: VectorUpdate | None = None,
-) -> IndexContext:
-    """How files are chunked and which vectors they may reuse, for the current provider."""
-    limits = ChunkLimits.for_model(
-        settings.chunking.tokens,
-        settings.chunking.overlap,
-        provider.max_input_tokens if provider else 0,
-        provider.max_input_bytes if provider else 0,
-    )
-    return IndexContext(
-        workspace=workspace,
-        limits=limits,
-        cache_key=(provider.id, provider.model, provider.provider_key) if provider else None,
-        cache_enabled=settings.cache.enabled,
-        max_file_bytes=settings.max_file_bytes,
-        on_vectors=on_vectors,
-    )
 
 
 class Indexer:

@@ -43,10 +43,10 @@ from ..settings import Settings
 from ..sources import SourceError, render
 from ..sources.markdown import content_hash, read_bytes
 from ..workspace import PathError, Workspace
-from .indexer import Indexer, index_context
+from .indexer import Indexer
 from .providers import ProviderPolicy
 from .reference import reference_vectors
-from .target import EmbedTarget
+from .target import EmbedTarget, index_context
 
 log = logging.getLogger(__name__)
 PRIMARY_ERRORS = (psycopg.Error, PrimaryUnavailable)
