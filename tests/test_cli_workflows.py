@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 from conftest import write
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -177,3 +178,49 @@ def test_a_workspace_that_is_no_folder_is_an_error_not_no_results(tmp_path: Path
         env=os.environ | {"PYTHONPATH": str(REPO)},
     )
     assert mcp.returncode == 2 and "is not a folder" in mcp.stderr
+
+
+async def test_an_index_deleted_under_a_running_mcp_server_is_opened_again(tmp_path: Path):
+    """The index is a cache the user may delete. A running MCP server kept writing to the deleted
+    file while the readers it opened later took the new one: concurrent searches failed ("no
+    such table") or answered from either file, and with the old -wal and -shm left beside a new
+    file (only the .sqlite deleted) every CLI command failed with "disk I/O error" until the
+    server stopped. It opens the index at its path again at its next call."""
+    root = keyword_ws(tmp_path / "ws")
+    for i in range(20):
+        write(root, f"memory/heron{i}.md", f"# Heron {i}\n\nThe heron{i} fishes at dawn.\n")
+    index = tmp_path / "index.sqlite"
+    async with (
+        stdio_client(mcp_params(root, index)) as (read, write_),
+        ClientSession(read, write_) as session,
+    ):
+        await session.initialize()
+
+        async def burst(query: str) -> list[list[str]]:
+            """Eight searches at once: the server opens new reader connections for them."""
+            found: list[list[str]] = []
+
+            async def one() -> None:
+                found.append(paths(await session.call_tool("memory_search", {"query": query})))
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(8):
+                    tg.start_soon(one)
+            return found
+
+        assert await burst("heron5") == [["memory/heron5.md"]] * 8
+        for deleted in ([index], [Path(f"{index}{end}") for end in ("", "-wal", "-shm")]):
+            for f in deleted:
+                f.unlink()
+            (root / "memory/heron5.md").unlink()
+            write(root, "memory/heron5.md", "# Heron 5\n\nThe egret fishes at dusk.\n")
+            time.sleep(REFRESH_SECONDS + 0.1)
+            assert await burst("heron5 egret") == [["memory/heron5.md"]] * 8
+            old_text = await burst("+heron5 +dawn")  # its old text is gone from every answer
+            assert old_text == [[]] * 8
+            # The CLI opens the same file the server writes to now.
+            status = cli(root, index, "status", "--json")
+            assert status.returncode == 0, status.stderr
+            assert json.loads(status.stdout)["files"] == 21
+            write(root, "memory/heron5.md", "# Heron 5\n\nThe heron5 fishes at dawn.\n")
+            assert cli(root, index, "index").returncode == 0

@@ -23,6 +23,16 @@ def index_path_for(settings: Settings, root: Path) -> Path:
     return Path(path).expanduser() if path else default_index_path(root)
 
 
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at ``path`` (device and inode), or None: deleted, or a new file there,
+    is another identity."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -40,7 +40,7 @@ from ..search.vector import VectorIndex
 from ..settings import Settings
 from ..text import rules_stamp
 from ..workspace import PathError, Workspace
-from .index_files import remove_stale_rebuilds
+from .index_files import file_identity, remove_stale_rebuilds
 from .providers import ProviderPolicy, readable
 from .reference import reference_vectors
 from .target import EmbedTarget, index_context
@@ -67,6 +67,7 @@ class Indexer:
         self.index_path = index_path
         self.lock = threading.RLock()
         self.writer = Store.open(index_path)
+        self.opened = file_identity(index_path)
         self._keep_vec_table()
         remove_stale_rebuilds(index_path)
         self.readers = ReaderPool(index_path)
@@ -148,6 +149,25 @@ class Indexer:
         with self.readers.borrow() as store:
             yield store
 
+    def index_replaced(self) -> bool:
+        return file_identity(self.index_path) != self.opened
+
+    def _follow_index_file(self) -> None:
+        """Open the index again if its file was deleted or replaced (it is a cache) under this
+        process (the caller holds the lock): the writer kept the deleted file, readers opened
+        since took the new one, and searches answered from either (deleted notes too)."""
+        if not self.index_replaced():
+            return
+        log.warning("the index %s was deleted or replaced: opening it again", self.index_path)
+        self.readers.drop()
+        self.writer.close()
+        self.writer = Store.open(self.index_path)
+        self.opened = file_identity(self.index_path)
+        self._keep_vec_table()
+        self._data_version = None
+        self.vectors.invalidate()
+        self.needs_rebuild = self._meta_changed()
+
     # -- syncing ----------------------------------------------------------------------------
     def sync(
         self,
@@ -158,6 +178,8 @@ class Indexer:
     ) -> SyncReport:
         """Incremental sync (or a safe full rebuild when forced or the meta changed)."""
         t0 = time.perf_counter()
+        with self.lock:
+            self._follow_index_file()
         if force or self.needs_rebuild:
             report = self._rebuild(reason, progress)
         else:
@@ -383,9 +405,10 @@ class Indexer:
         server) wrote to this index, and index the buffers again: the writer connection's
         data_version moves only on others' commits. The vectors follow the index's log of
         changed vectors; loading all of them again took 1.1 s at 125,000 chunks."""
-        if not self.lock.acquire(blocking=False):
+        if not self.lock.acquire(blocking=self.index_replaced()):  # waits only for a rare event
             return  # we are writing ourselves; check on the next search
         try:
+            self._follow_index_file()
             version = self.writer.data_version()
             # The first time too: the vectors may have loaded (a sync's warm) before another
             # process's commit that this first version already counts (no cost if none).

@@ -16,9 +16,11 @@ class ReaderPool:
         self.path = path
         self._idle: queue.LifoQueue[Store] = queue.LifoQueue()
         self._closed = False
+        self._generation = 0  # drop() moves it: readers borrowed before close when returned
 
     @contextmanager
     def borrow(self) -> Iterator[Store]:
+        generation = self._generation
         try:
             store = self._idle.get_nowait()
         except queue.Empty:
@@ -26,13 +28,15 @@ class ReaderPool:
         try:
             yield store
         finally:
-            if self._closed:
+            if self._closed or generation != self._generation:
                 store.close()
             else:
                 self._idle.put(store)
 
     def drop(self) -> None:
-        """Close the idle readers (after the file was replaced under them by a rebuild)."""
+        """Close the readers (after the file was replaced under them by a rebuild, or deleted):
+        the idle ones now, those in use when they come back."""
+        self._generation += 1
         while True:
             try:
                 self._idle.get_nowait().close()

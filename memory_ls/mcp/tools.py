@@ -72,7 +72,8 @@ class MemoryTools:
         if not self.ready.is_set():
             return
         with self._refresh_lock:
-            if time.monotonic() - self._refreshed < self.refresh_seconds:
+            recent = time.monotonic() - self._refreshed < self.refresh_seconds
+            if recent and not self.engine.indexer.index_replaced():  # deleted: index it now
                 return
             try:
                 report = self.engine.sync("mcp", embed=False)
