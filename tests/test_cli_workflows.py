@@ -224,3 +224,20 @@ async def test_an_index_deleted_under_a_running_mcp_server_is_opened_again(tmp_p
             assert json.loads(status.stdout)["files"] == 21
             write(root, "memory/heron5.md", "# Heron 5\n\nThe heron5 fishes at dawn.\n")
             assert cli(root, index, "index").returncode == 0
+
+
+async def test_memory_get_names_the_citation_an_agent_got_wrong(tmp_path: Path):
+    """A citation of bad line numbers was reported to the agent as a bad "path"."""
+    root = keyword_ws(tmp_path / "ws")
+    async with (
+        stdio_client(mcp_params(root, tmp_path / "index.sqlite")) as (read, write_),
+        ClientSession(read, write_) as session,
+    ):
+        await session.initialize()
+        for args in ({"citation": "MEMORY.md#L5-L2"}, {"path": "MEMORY.md#L0"}):
+            got = await session.call_tool("memory_get", args)
+            assert got.is_error and got.content[0].text.startswith("citation: "), args
+        missing = await session.call_tool("memory_get", {"citation": "memory/gone.md#L2"})
+        assert missing.is_error and missing.content[0].text.startswith("citation: ")
+        outside = await session.call_tool("memory_get", {"path": "../x.md"})
+        assert outside.is_error and outside.content[0].text.startswith("path: ")

@@ -15,7 +15,7 @@ from typing import Any
 from ..engine import MemoryEngine
 from ..index.schema import DatabaseError
 from ..params import MCP, ParamError, parse_get, parse_search
-from ..search.citations import parse_citation
+from ..search.citations import citation_problem, parse_citation
 from ..workspace import PathError
 from .schemas import MAX_LINES
 
@@ -105,7 +105,9 @@ class MemoryTools:
         try:
             excerpt = self.engine.get(p.target, start=start, lines=lines)
         except (PathError, ValueError) as exc:
-            field = "citation" if parse_citation(p.target) else "path"
+            # A citation of bad line numbers parses as none: it was named "path" to the agent.
+            cited = p.citation or parse_citation(p.target) or citation_problem(p.target)
+            field = "citation" if cited else "path"
             raise ParamError(field, str(exc)) from None
         return excerpt.to_json(self.engine.root)
 
