@@ -33,6 +33,7 @@ from memory_ls.settings import SessionRoot
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / "editors" / "neovim"
 SCRIPT = PLUGIN / "tests" / "headless.lua"
+EDGES_SCRIPT = PLUGIN / "tests" / "edges.lua"
 TEAM_SCRIPT = PLUGIN / "tests" / "team.lua"
 DEMO = REPO / "examples" / "demo"
 API_KEYS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY", "MISTRAL_API_KEY")
@@ -90,6 +91,20 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     ws = tmp / "demo"
     shutil.copytree(DEMO, ws)
     data = play(SCRIPT, ws, tmp, MEMORY_LS_TEST_LEGACY="1" if mode == "vim.lsp.start" else "0")
+    assert data["registration"] == mode
+    return data
+
+
+@pytest.fixture(scope="module", params=["vim.lsp.config", "vim.lsp.start"])
+def edges(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """``editors/neovim/tests/edges.lua`` over a copy of ``examples/demo``, once per mode."""
+    mode = request.param
+    tmp = tmp_path_factory.mktemp("nvim-edges-" + mode.replace(".", "-"))
+    ws = tmp / "demo"
+    shutil.copytree(DEMO, ws)
+    data = play(
+        EDGES_SCRIPT, ws, tmp, MEMORY_LS_TEST_LEGACY="1" if mode == "vim.lsp.start" else "0"
+    )
     assert data["registration"] == mode
     return data
 
@@ -180,6 +195,14 @@ def test_picker_previews_of_local_hits_are_the_pickers_own(run: dict) -> None:
     # Stand-ins of Telescope, fzf-lua and snacks (editors/neovim/tests/fake_pickers.lua): without
     # a teammate's file in the list they get their own previewer, which reads the disk.
     passed(run, "picker previews of local hits")
+
+
+def test_options_whose_default_is_nil_are_plugin_options(edges: dict) -> None:
+    # max_results, cmd_env, on_attach and capabilities default to nil, so they were no keys of
+    # the defaults and went to the server as settings: a function (on_attach) could not even be
+    # sent, and no server started.
+    passed(edges, "attach")
+    passed(edges, "options with a nil default")
 
 
 def test_help_file_has_its_tags(tmp_path: Path) -> None:

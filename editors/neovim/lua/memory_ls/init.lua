@@ -42,7 +42,9 @@ M.defaults = {
   capabilities = nil,
 }
 
-local PLUGIN_KEYS = {}
+-- Every plugin option, those whose default is nil too (they are no keys of M.defaults): any other
+-- key given to setup() is a server setting.
+local PLUGIN_KEYS = { cmd_env = true, max_results = true, on_attach = true, capabilities = true }
 for k in pairs(M.defaults) do
   PLUGIN_KEYS[k] = true
 end

@@ -1,0 +1,58 @@
+-- Headless test of what a user meets beyond the tour of headless.lua, against a real
+-- `memory-ls serve`: the plugin options whose default is nil. The cwd is a copy of
+-- examples/demo.
+--
+--   MEMORY_LS_CMD=/path/to/memory-ls MEMORY_LS_TEST_OUT=/tmp/out.json \
+--     nvim --headless --clean -c "luafile editors/neovim/tests/edges.lua"
+--
+-- Every check is recorded as {name, ok, detail} in the JSON file; tests/test_neovim.py reads it.
+-- Nvim quits at the end whatever happens.
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/harness.lua")
+local server, results = h.server, h.results
+local record, check, wait = h.record, h.check, h.wait
+
+if os.getenv("MEMORY_LS_TEST_LEGACY") == "1" then
+  vim.g.memory_ls_no_lsp_config = true -- the Neovim 0.10 way: FileType + vim.lsp.start
+end
+
+-- The plugin's own search; its result once the server answered.
+local function search(query)
+  local got
+  require("memory_ls").search(query, { picker = "none", on_results = function(result)
+    got = result
+  end })
+  wait(15000, function()
+    return got ~= nil
+  end, "an answer to " .. query)
+  return got
+end
+
+h.run(function()
+  local mls = require("memory_ls")
+  local attached_to = {}
+  mls.setup({
+    cmd = { server, "serve" },
+    settings = { provider = "none" },
+    picker = "none",
+    -- Options whose default is nil: plugin options, not server settings.
+    max_results = 1,
+    cmd_env = { MEMORY_LS_TEST_MARK = "1" },
+    on_attach = function(_, bufnr)
+      table.insert(attached_to, bufnr)
+    end,
+  })
+  results.registration = mls.registration
+
+  local client = h.attach()
+  if not client then
+    return
+  end
+
+  check("options with a nil default", function()
+    local result = search("rate limiting token bucket deploys incident")
+    record("options with a nil default", #result.results == 1 and attached_to[1] == vim.api.nvim_get_current_buf()
+      and vim.deep_equal(client.config.cmd_env, { MEMORY_LS_TEST_MARK = "1" }) and mls.config.settings.max_results == nil,
+      vim.inspect({ results = #result.results, attached_to = attached_to, cmd_env = client.config.cmd_env,
+        settings = mls.config.settings }))
+  end)
+end)
