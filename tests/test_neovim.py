@@ -102,9 +102,21 @@ def edges(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     tmp = tmp_path_factory.mktemp("nvim-edges-" + mode.replace(".", "-"))
     ws = tmp / "demo"
     shutil.copytree(DEMO, ws)
-    data = play(
-        EDGES_SCRIPT, ws, tmp, MEMORY_LS_TEST_LEGACY="1" if mode == "vim.lsp.start" else "0"
+    (ws / "memory" / "café.md").write_text("# Café\n\nThe zebra crossing plan is drafted.\n")
+    sessions = tmp / "agent"
+    sessions.mkdir()
+    (sessions / "run-7.jsonl").write_text(
+        "".join(
+            json.dumps({"type": "message", "message": {"role": role, "content": text}}) + "\n"
+            for role, text in (
+                ("user", "Where do the gannets nest?"),
+                ("assistant", "The gannets nest on the north cliffs."),
+            )
+        )
     )
+    legacy = "1" if mode == "vim.lsp.start" else "0"
+    env = {"MEMORY_LS_TEST_LEGACY": legacy, "MEMORY_LS_TEST_SESSIONS": str(sessions)}
+    data = play(EDGES_SCRIPT, ws, tmp, **env)
     assert data["registration"] == mode
     return data
 
@@ -203,6 +215,12 @@ def test_options_whose_default_is_nil_are_plugin_options(edges: dict) -> None:
     # sent, and no server started.
     passed(edges, "attach")
     passed(edges, "options with a nil default")
+
+
+def test_memory_get_reads_the_citation_under_the_cursor_as_the_server_does(edges: dict) -> None:
+    # A transcript's citation (sessions:<root>/<path>) and a path with a non-ASCII letter: the
+    # plugin's pattern knew neither, so :MemoryGet said "usage" or asked for a wrong path.
+    passed(edges, "MemoryGet on the citation under the cursor")
 
 
 def test_help_file_has_its_tags(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 -- Headless test of what a user meets beyond the tour of headless.lua, against a real
--- `memory-ls serve`: the plugin options whose default is nil. The cwd is a copy of
--- examples/demo.
+-- `memory-ls serve`: the plugin options whose default is nil, :MemoryGet on the citation under
+-- the cursor. The cwd is a copy of examples/demo with memory/café.md; the transcripts of
+-- $MEMORY_LS_TEST_SESSIONS are the sessions root "agent".
 --
 --   MEMORY_LS_CMD=/path/to/memory-ls MEMORY_LS_TEST_OUT=/tmp/out.json \
 --     nvim --headless --clean -c "luafile editors/neovim/tests/edges.lua"
@@ -32,7 +33,11 @@ h.run(function()
   local attached_to = {}
   mls.setup({
     cmd = { server, "serve" },
-    settings = { provider = "none" },
+    settings = {
+      provider = "none",
+      sources = { "memory", "sessions" },
+      sessions = { roots = { { path = assert(os.getenv("MEMORY_LS_TEST_SESSIONS")), name = "agent" } } },
+    },
     picker = "none",
     -- Options whose default is nil: plugin options, not server settings.
     max_results = 1,
@@ -54,5 +59,33 @@ h.run(function()
       and vim.deep_equal(client.config.cmd_env, { MEMORY_LS_TEST_MARK = "1" }) and mls.config.settings.max_results == nil,
       vim.inspect({ results = #result.results, attached_to = attached_to, cmd_env = client.config.cmd_env,
         settings = mls.config.settings }))
+  end)
+
+  check("MemoryGet on the citation under the cursor", function()
+    -- A transcript's citation (as :MemoryInsertCitation inserts it) and a note of a non-ASCII
+    -- name, in quotes: what the server takes for citations.
+    local line = "From sessions:agent/run-7.jsonl#L2 and “memory/café.md#L3”."
+    local bad = {}
+    for _, case in ipairs({ { "agent/run", "north cliffs" }, { "sessions:", "north cliffs" }, { "café", "zebra crossing" } }) do
+      vim.cmd("enew!")
+      vim.api.nvim_buf_set_lines(0, 0, -1, false, { line })
+      vim.api.nvim_win_set_cursor(0, { 1, (line:find(case[1], 1, true)) })
+      vim.cmd("MemoryGet")
+      local text
+      vim.wait(10000, function()
+        if vim.api.nvim_buf_get_name(0):match("^memory://") then
+          text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+        end
+        return text ~= nil
+      end, 20)
+      if not (text and text:find(case[2], 1, true)) then
+        table.insert(bad, case[1] .. ": " .. vim.inspect(text) .. " " .. vim.inspect(h.notes[#h.notes]))
+      end
+      if text then
+        vim.cmd("close")
+      end
+    end
+    record("MemoryGet on the citation under the cursor", #bad == 0, table.concat(bad, "; "))
+    vim.bo.modified = false
   end)
 end)

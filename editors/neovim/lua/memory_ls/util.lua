@@ -145,7 +145,46 @@ function M.to_qf_items(result, query)
   return items, title
 end
 
-local CITE_PATTERNS = { "([%w%._%-/]+%.md)#L(%d+)", "([%w%._%-/]+%.jsonl)#L(%d+)" }
+-- Path characters as the server reads them (Python's \w, . and -, and /), where any byte of a
+-- non-ASCII character may be one: is_word_char tells afterwards.
+local CITE_PATTERNS = { "([%w%._%-/\128-\255]+%.md)#L(%d+)", "([%w%._%-/\128-\255]+%.jsonl)#L(%d+)" }
+local SESSIONS = "sessions:" -- a transcript under sessions.roots: sessions:<root name>/<path>
+
+--- Whether a non-ASCII character is a word character (a letter or digit of any script, as Python's
+--- \w), not punctuation like “ ” or … around a citation.
+local function is_word_char(ch)
+  local class = vim.fn.charclass(ch)
+  return class >= 2 and class ~= 3 -- 0 blank, 1 punctuation, 3 emoji
+end
+
+--- A path found by CITE_PATTERNS starting at byte `s` of `line`, trimmed after its last non-ASCII
+--- character that is no word character; the new start, or nil when no path is left.
+local function trim_path(line, s, path)
+  local cut = 0
+  local i = 1
+  while i <= #path do
+    local b = path:byte(i)
+    if b < 128 then
+      i = i + 1
+    else
+      local len = b >= 240 and 4 or b >= 224 and 3 or b >= 192 and 2 or 1
+      if not is_word_char(path:sub(i, i + len - 1)) then
+        cut = i + len - 1
+      end
+      i = i + len
+    end
+  end
+  path = path:sub(cut + 1)
+  if path == "" or path == ".md" or path == ".jsonl" then
+    return nil
+  end
+  s = s + cut
+  -- sessions:<root name>/<path>, as the server reads it
+  if cut == 0 and path:find("/", 1, true) and line:sub(s - #SESSIONS, s - 1) == SESSIONS then
+    return s - #SESSIONS, SESSIONS .. path
+  end
+  return s, path
+end
 
 --- Every citation in `line`: {citation, path, start, end, col_start (0-based), col_end}.
 function M.find_citations(line)
@@ -169,7 +208,8 @@ function M.find_citations(line)
       last = tonumber(b)
       e = rest_e
     end
-    if first >= 1 and last >= first then
+    s, path = trim_path(line, s, path)
+    if s and first >= 1 and last >= first then
       local lead = path:match("^%./") and 2 or 0
       path = path:gsub("^%./", "")
       table.insert(out, {
