@@ -114,8 +114,16 @@ def edges(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
             )
         )
     )
+    other = tmp / "other"
+    other.mkdir()
+    (other / "MEMORY.md").write_text("# Other\n\nThe ocelot plan lives here.\n")
+    (other / "notes.txt").write_text("plain text\n")
     legacy = "1" if mode == "vim.lsp.start" else "0"
-    env = {"MEMORY_LS_TEST_LEGACY": legacy, "MEMORY_LS_TEST_SESSIONS": str(sessions)}
+    env = {
+        "MEMORY_LS_TEST_LEGACY": legacy,
+        "MEMORY_LS_TEST_SESSIONS": str(sessions),
+        "MEMORY_LS_TEST_OTHER_WS": str(other),
+    }
     data = play(EDGES_SCRIPT, ws, tmp, **env)
     assert data["registration"] == mode
     return data
@@ -221,6 +229,11 @@ def test_memory_get_reads_the_citation_under_the_cursor_as_the_server_does(edges
     # A transcript's citation (sessions:<root>/<path>) and a path with a non-ASCII letter: the
     # plugin's pattern knew neither, so :MemoryGet said "usage" or asked for a wrong path.
     passed(edges, "MemoryGet on the citation under the cursor")
+
+
+def test_a_file_of_another_workspace_is_searched_by_its_own_server(edges: dict) -> None:
+    # With one server running, every command went to it, whatever workspace the buffer was in.
+    passed(edges, "a file of another workspace is searched there")
 
 
 def test_help_file_has_its_tags(tmp_path: Path) -> None:

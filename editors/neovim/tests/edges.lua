@@ -1,7 +1,8 @@
 -- Headless test of what a user meets beyond the tour of headless.lua, against a real
 -- `memory-ls serve`: the plugin options whose default is nil, :MemoryGet on the citation under
--- the cursor. The cwd is a copy of examples/demo with memory/café.md; the transcripts of
--- $MEMORY_LS_TEST_SESSIONS are the sessions root "agent".
+-- the cursor, a file of a second workspace. The cwd is a copy of examples/demo with
+-- memory/café.md; the transcripts of $MEMORY_LS_TEST_SESSIONS are the sessions root "agent";
+-- $MEMORY_LS_TEST_OTHER_WS is another workspace (MEMORY.md and notes.txt).
 --
 --   MEMORY_LS_CMD=/path/to/memory-ls MEMORY_LS_TEST_OUT=/tmp/out.json \
 --     nvim --headless --clean -c "luafile editors/neovim/tests/edges.lua"
@@ -87,5 +88,27 @@ h.run(function()
     end
     record("MemoryGet on the citation under the cursor", #bad == 0, table.concat(bad, "; "))
     vim.bo.modified = false
+  end)
+
+  check("a file of another workspace is searched there", function()
+    -- Only this workspace's server runs; a text file of the other one (no server attaches to
+    -- it) searches the other one's memory, through a server started for it.
+    local other = vim.fs.normalize(assert(os.getenv("MEMORY_LS_TEST_OTHER_WS")))
+    vim.cmd("edit " .. vim.fn.fnameescape(other .. "/notes.txt"))
+    -- (Asked again until the new server's first sync has indexed the file.)
+    local hit = {}
+    local deadline = vim.uv.now() + 20000
+    while not hit.uri and vim.uv.now() < deadline do
+      hit = search("ocelot plan").results[1] or {}
+      if not hit.uri then
+        vim.wait(300)
+      end
+    end
+    local roots = vim.tbl_map(function(c)
+      return c.config.root_dir
+    end, vim.lsp.get_clients({ name = "memory_ls" }))
+    record("a file of another workspace is searched there", hit.uri == vim.uri_from_fname(other .. "/MEMORY.md"),
+      vim.inspect({ hit = hit.uri, roots = roots }))
+    vim.cmd("edit " .. vim.fn.fnameescape(h.root .. "/MEMORY.md"))
   end)
 end)

@@ -206,15 +206,28 @@ local function client_for_path(path, strict)
   return nil
 end
 
---- The memory_ls client for a buffer: attached to it, else the one whose root holds the
---- buffer's file (or the cwd), else the only one running.
+--- The memory_ls client for a buffer: attached to it, else the one of the memory workspace of the
+--- buffer's file (or the cwd), else (a file in no memory workspace) the one whose root holds it,
+--- else the only one running. nil when the file's memory workspace has none running yet.
 function M.get_client(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   local attached = vim.lsp.get_clients({ name = M.NAME, bufnr = bufnr })
   if attached[1] then
     return attached[1]
   end
-  return client_for_path(buf_path(bufnr) or vim.fs.normalize(vim.fn.getcwd()))
+  local path = buf_path(bufnr) or vim.fs.normalize(vim.fn.getcwd())
+  -- A file of another memory workspace (a note, a source file beside it) is that workspace's
+  -- business: not the only server running, which indexes another workspace.
+  local own = util.find_root(path, { M.config.root_markers[1] })
+  if own then
+    for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
+      if c.config.root_dir == own then
+        return c
+      end
+    end
+    return nil
+  end
+  return client_for_path(path)
 end
 
 --- Call `cb(client)` with an initialized client, starting one for the buffer's (or cwd's)
