@@ -231,6 +231,12 @@ def test_memory_get_reads_the_citation_under_the_cursor_as_the_server_does(edges
     passed(edges, "MemoryGet on the citation under the cursor")
 
 
+def test_open_buffers_are_served_again_after_the_server_exited(edges: dict) -> None:
+    # The next command started a server for itself alone: the buffers stayed without one (gd
+    # and K answered nothing, unsaved edits were not indexed) until each was read again.
+    passed(edges, "open buffers get the next server")
+
+
 def test_a_file_of_another_workspace_is_searched_by_its_own_server(edges: dict) -> None:
     # With one server running, every command went to it, whatever workspace the buffer was in.
     passed(edges, "a file of another workspace is searched there")

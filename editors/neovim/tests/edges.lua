@@ -1,6 +1,6 @@
 -- Headless test of what a user meets beyond the tour of headless.lua, against a real
 -- `memory-ls serve`: the plugin options whose default is nil, :MemoryGet on the citation under
--- the cursor, a file of a second workspace. The cwd is a copy of examples/demo with
+-- the cursor, a file of a second workspace, a server that exits. The cwd is a copy of examples/demo with
 -- memory/café.md; the transcripts of $MEMORY_LS_TEST_SESSIONS are the sessions root "agent";
 -- $MEMORY_LS_TEST_OTHER_WS is another workspace (MEMORY.md and notes.txt).
 --
@@ -60,6 +60,28 @@ h.run(function()
       and vim.deep_equal(client.config.cmd_env, { MEMORY_LS_TEST_MARK = "1" }) and mls.config.settings.max_results == nil,
       vim.inspect({ results = #result.results, attached_to = attached_to, cmd_env = client.config.cmd_env,
         settings = mls.config.settings }))
+  end)
+
+  check("open buffers get the next server", function()
+    -- The server dies (killed, as by a crash); the next command starts another one, which must
+    -- serve the buffers the dead one served (gd, K, unsaved edits), not only the command.
+    local buf = vim.api.nvim_get_current_buf()
+    local attaches = #attached_to
+    client.rpc.terminate()
+    wait(10000, function()
+      return vim.lsp.get_client_by_id(client.id) == nil
+    end, "the server to exit")
+    local status
+    mls.status({ quiet = true, on_result = function(r)
+      status = r
+    end })
+    wait(30000, function()
+      return status ~= nil
+    end, "memory/status from a new server")
+    local now = vim.lsp.get_clients({ name = "memory_ls", bufnr = buf })[1]
+    record("open buffers get the next server", now ~= nil and now.id ~= client.id and #attached_to == attaches + 1,
+      vim.inspect({ attached = now and now.id, on_attach_calls = #attached_to - attaches }))
+    client = now or client
   end)
 
   check("MemoryGet on the citation under the cursor", function()

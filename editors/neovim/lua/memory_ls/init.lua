@@ -230,6 +230,20 @@ function M.get_client(bufnr)
   return client_for_path(path)
 end
 
+--- Attach the loaded buffers of `root` that have no memory_ls client and would get one on opening
+--- (after their server exited, the next one serves them again: gd, K, unsaved edits).
+local function attach_orphans(client_id, root)
+  if not M.config.autostart then
+    return
+  end
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(filetypes(), vim.bo[buf].filetype)
+        and #vim.lsp.get_clients({ name = M.NAME, bufnr = buf }) == 0 and M.root_for_buf(buf) == root then
+      vim.lsp.buf_attach_client(buf, client_id)
+    end
+  end
+end
+
 --- Call `cb(client)` with an initialized client, starting one for the buffer's (or cwd's)
 --- workspace if needed.
 function M.with_client(cb, bufnr)
@@ -250,6 +264,7 @@ function M.with_client(cb, bufnr)
         vim.log.levels.ERROR)
       return
     end
+    attach_orphans(client.id, root)
   end
   local waited = 0
   local function go()
