@@ -237,6 +237,12 @@ def test_open_buffers_are_served_again_after_the_server_exited(edges: dict) -> N
     passed(edges, "open buffers get the next server")
 
 
+def test_gd_on_a_citation_past_the_end_of_its_file_lands_on_its_last_line(edges: dict) -> None:
+    # The server's location began at the cited line, past the file's end: Neovim opened the file
+    # at its first line and raised "Cursor position outside buffer".
+    passed(edges, "gd on a citation past the end of its file")
+
+
 def test_a_file_of_another_workspace_is_searched_by_its_own_server(edges: dict) -> None:
     # With one server running, every command went to it, whatever workspace the buffer was in.
     passed(edges, "a file of another workspace is searched there")

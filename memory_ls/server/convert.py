@@ -128,7 +128,11 @@ def span_range(
 
 
 def excerpt_location(root: Path, ex: Excerpt) -> types.Location:
-    return types.Location(uri=ex.uri(root), range=whole_lines(ex.from_line, ex.to_line))
+    # A citation past the end of its file goes to the last line: a client puts its cursor at the
+    # range's start (Neovim failed with "Cursor position outside buffer").
+    last = max(ex.total_lines, 1)
+    start = min(ex.from_line, last)
+    return types.Location(uri=ex.uri(root), range=whole_lines(start, min(ex.to_line, last)))
 
 
 def excerpt_hover(ex: Excerpt, rng: types.Range | None) -> types.Hover:

@@ -1,6 +1,7 @@
 -- Headless test of what a user meets beyond the tour of headless.lua, against a real
 -- `memory-ls serve`: the plugin options whose default is nil, :MemoryGet on the citation under
--- the cursor, a file of a second workspace, a server that exits. The cwd is a copy of examples/demo with
+-- the cursor, gd on a citation past the end of its file, a file of a second workspace, a server
+-- that exits. The cwd is a copy of examples/demo with
 -- memory/café.md; the transcripts of $MEMORY_LS_TEST_SESSIONS are the sessions root "agent";
 -- $MEMORY_LS_TEST_OTHER_WS is another workspace (MEMORY.md and notes.txt).
 --
@@ -110,6 +111,40 @@ h.run(function()
     end
     record("MemoryGet on the citation under the cursor", #bad == 0, table.concat(bad, "; "))
     vim.bo.modified = false
+  end)
+
+  check("gd on a citation past the end of its file", function()
+    -- memory/people.md has 5 lines: gd opens it at its last line (the server flags the citation).
+    local file = h.root .. "/MEMORY.md"
+    vim.cmd("edit " .. vim.fn.fnameescape(file))
+    wait(10000, function()
+      return #vim.lsp.get_clients({ name = "memory_ls", bufnr = 0 }) > 0
+    end, "attach to MEMORY.md")
+    vim.api.nvim_buf_set_lines(0, -1, -1, false, { "See memory/people.md#L99-L120." })
+    local last = vim.api.nvim_buf_line_count(0)
+    vim.api.nvim_win_set_cursor(0, { last, 8 })
+    local errors = {}
+    local schedule = vim.schedule -- the definition handler runs scheduled: its error is caught
+    vim.schedule = function(fn)
+      schedule(function()
+        local ok, e = pcall(fn)
+        if not ok then
+          table.insert(errors, tostring(e))
+        end
+      end)
+    end
+    vim.cmd("normal gd")
+    vim.wait(5000, function()
+      return #errors > 0 or vim.api.nvim_buf_get_name(0):match("people%.md$") ~= nil
+    end, 20)
+    vim.wait(300)
+    vim.schedule = schedule
+    local want = #vim.fn.readfile(h.root .. "/memory/people.md")
+    record("gd on a citation past the end of its file", #errors == 0
+      and vim.api.nvim_buf_get_name(0) == h.root .. "/memory/people.md" and vim.api.nvim_win_get_cursor(0)[1] == want,
+      vim.inspect({ name = vim.api.nvim_buf_get_name(0), cursor = vim.api.nvim_win_get_cursor(0), errors = errors }))
+    vim.cmd("edit " .. vim.fn.fnameescape(file))
+    vim.cmd("edit!")
   end)
 
   check("a file of another workspace is searched there", function()
