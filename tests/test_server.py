@@ -1125,3 +1125,16 @@ async def test_a_settings_file_saved_half_edited_keeps_the_index(
     st = await wait_idle(client)
     assert st["lastSync"]["reason"] == "startup", st["lastSync"]  # never rebuilt
     assert not [m for m in client.log_messages if "reopening the index" in m.message]
+
+
+async def test_a_search_during_the_first_sync_waits_for_it(start: Start, tmp_path: Path) -> None:
+    """A workspace never indexed: a search sent while the first sync runs waited for nothing
+    and answered "no results" (Neovim's first :MemorySearch started the server and said so)."""
+    ws = tmp_path / "ws"
+    for i in range(3000):
+        write(ws, f"memory/2026-01-{i:04d}.md", f"# Note {i}\n\nRoutine entry number {i}.\n")
+    write(ws, "memory/2026-01-9999.md", "# Ocelot\n\nThe ocelot sighting was on the ridge.\n")
+    client = await start(ws, init_options={"provider": "none"}, wait=False)
+    res = await search(client, "ocelot sighting")
+    assert paths(res) == ["memory/2026-01-9999.md"]
+    assert "first sync" not in (res.get("fallbackReason") or "")

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,10 @@ from .workers import Folder, FolderUnavailable
 log = logging.getLogger(__name__)
 
 SYMBOL_RESULTS = 20
+# A search that finds nothing while the folder's first sync runs waits this long for it: in a
+# workspace never indexed before, the answer was "no results" until the sync was done.
+FIRST_SYNC_WAIT_S = 3.0
+INDEXING = "the first sync of this folder is still running: search again in a moment"
 TOTALS = ("files", "chunks", "pendingEmbeddings", "pendingLineVectors", "cacheEntries")
 
 Sync = Callable[[Folder, str, bool], Awaitable[SyncOutcome]]
@@ -57,6 +62,15 @@ class Requests:
 
         async def one(folder: Folder) -> tuple[Path, SearchResponse] | None:
             try:
+                async with folder.use() as engine:
+                    answer = await folder.read(engine.search, req)
+                if answer.results or folder.first_sync.is_set():
+                    return folder.root, answer
+                try:
+                    await asyncio.wait_for(folder.first_sync.wait(), FIRST_SYNC_WAIT_S)
+                except TimeoutError:
+                    why = "; ".join(filter(None, (answer.fallback_reason, INDEXING)))
+                    return folder.root, replace(answer, fallback_reason=why)
                 async with folder.use() as engine:
                     return folder.root, await folder.read(engine.search, req)
             except FolderUnavailable as exc:

@@ -81,6 +81,7 @@ class Folder:
         self._edits = Lane(f"memory-ls-edit:{self.name}")
         self._background = Lane(f"memory-ls-sync:{self.name}")
         self._ready = asyncio.Event()
+        self.first_sync = asyncio.Event()  # set when the folder's first sync ended (or failed)
         self._idle = asyncio.Event()
         self._idle.set()
         self._in_flight = 0
@@ -339,6 +340,7 @@ class Folder:
                         report = await self._bg(engine.sync, reason, force, progress, False)
                 finally:
                     self.syncing = False
+                    self.first_sync.set()
                 self._sync_completed, self._last_report = covers, report
         finally:
             self._sync_waiting -= 1
