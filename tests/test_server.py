@@ -166,6 +166,20 @@ async def start(tmp_path: Path) -> AsyncIterator[Start]:
             await client.stop()
 
 
+def change_folders(
+    client: LanguageClient, added: dict[str, str], removed: dict[str, str] | None = None
+) -> None:
+    """didChangeWorkspaceFolders with these folders (URI -> name) added and removed."""
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(uri=u, name=n) for u, n in added.items()],
+                removed=[types.WorkspaceFolder(uri=u, name=n) for u, n in (removed or {}).items()],
+            )
+        )
+    )
+
+
 async def request(client: LanguageClient, method: str, params: Any = None) -> Any:
     return await asyncio.wait_for(client.protocol.send_request_async(method, params), 30)
 
@@ -461,14 +475,7 @@ async def test_multi_root_keeps_results_apart(start: Start, tmp_path: Path) -> N
     # Folders come and go.
     c = tmp_path / "c"
     write(c, "memory/c.md", "# C\n\nThe axolotl sprint starts Monday.\n")
-    client.workspace_did_change_workspace_folders(
-        types.DidChangeWorkspaceFoldersParams(
-            event=types.WorkspaceFoldersChangeEvent(
-                added=[types.WorkspaceFolder(uri=uri(c), name="c")],
-                removed=[types.WorkspaceFolder(uri=uri(b), name="b")],
-            )
-        )
-    )
+    change_folders(client, {uri(c): "c"}, {uri(b): "b"})
 
     await eventually(lambda: folders_synced(client, [uri(a), uri(c)]))
     assert paths(await search(client, "axolotl sprint")) == ["memory/c.md"]
@@ -484,17 +491,7 @@ async def test_a_folder_uri_with_a_nul_byte_is_skipped(start: Start, tmp_path: P
     c = tmp_path / "c"
     write(c, "memory/c.md", "# C\n\nThe axolotl sprint starts Monday.\n")
     client = await start(a)
-    client.workspace_did_change_workspace_folders(
-        types.DidChangeWorkspaceFoldersParams(
-            event=types.WorkspaceFoldersChangeEvent(
-                added=[
-                    types.WorkspaceFolder(uri=uri(tmp_path) + "/bad%00name", name="bad"),
-                    types.WorkspaceFolder(uri=uri(c), name="c"),
-                ],
-                removed=[],
-            )
-        )
-    )
+    change_folders(client, {uri(tmp_path) + "/bad%00name": "bad", uri(c): "c"})
 
     await eventually(lambda: folders_synced(client, [uri(a), uri(c)]))
     assert paths(await search(client, "axolotl sprint")) == ["memory/c.md"]
@@ -1010,17 +1007,7 @@ async def test_the_same_folder_twice_answers_once(start: Start, tmp_path: Path) 
     a = make_workspace(tmp_path / "a")
     (tmp_path / "link").symlink_to(a)
     client = await start(a)
-    client.workspace_did_change_workspace_folders(
-        types.DidChangeWorkspaceFoldersParams(
-            event=types.WorkspaceFoldersChangeEvent(
-                added=[
-                    types.WorkspaceFolder(uri=uri(a) + "/", name="a2"),
-                    types.WorkspaceFolder(uri=(tmp_path / "link").as_uri(), name="link"),
-                ],
-                removed=[],
-            )
-        )
-    )
+    change_folders(client, {uri(a) + "/": "a2", (tmp_path / "link").as_uri(): "link"})
     await eventually(lambda: folders_synced(client, [uri(a)]))
     st = await wait_idle(client)
     assert [f["folder"] for f in st["folders"]] == [uri(a)]
@@ -1037,13 +1024,7 @@ async def test_watching_follows_sync_watch_and_new_folders(start: Start, tmp_pat
     assert (await status(client))["watch"] == "off"
 
     b = make_workspace(tmp_path / "b")
-    client.workspace_did_change_workspace_folders(
-        types.DidChangeWorkspaceFoldersParams(
-            event=types.WorkspaceFoldersChangeEvent(
-                added=[types.WorkspaceFolder(uri=uri(b), name="b")], removed=[]
-            )
-        )
-    )
+    change_folders(client, {uri(b): "b"})
     await eventually(lambda: folders_synced(client, [uri(a), uri(b)]))
     assert (await status(client))["watch"] == "server"
     write(b, "memory/agent.md", "# Agent\n\nThe narwhal migration is done.\n")
