@@ -25,6 +25,7 @@ from ..search.vector import VectorIndex
 from ..settings import Settings
 from ..settings import load as load_settings
 from ..workspace import PathError, Workspace
+from . import removals
 from .excerpts import FileLines, excerpt, read_text
 from .index_files import index_path_for
 from .indexer import Indexer
@@ -143,8 +144,10 @@ class MemoryEngine:
     ) -> SyncReport:
         """Incremental sync (or a safe full rebuild when forced or the meta changed); with a
         team index, then its catch-up and its vector phase."""
+        before = removals.before_sync(self.indexer) if self.primary is not None else {}
         report = self.indexer.sync(reason, force, progress, embed)
         if self.primary is not None:
+            removals.record(self.indexer, before)
             self.primary.catch_up(self.indexer, None, force)
             self.primary.send_texts()
             if embed:
@@ -171,8 +174,10 @@ class MemoryEngine:
     def sync_dirty(self, budget_s: float | None = None) -> SyncReport | None:
         """Keyword-index the dirty files now (within ``budget_s`` seconds of waiting)."""
         changed = set(self.indexer.dirty)
+        before = removals.held(self.indexer, changed) if self.primary is not None else {}
         report = self.indexer.sync_dirty(budget_s)
         if self.primary is not None and changed:
+            removals.record(self.indexer, before)
             self.primary.ready(self.indexer, changed)
         return report
 
@@ -190,9 +195,11 @@ class MemoryEngine:
 
     def clear_document(self, path: str | Path) -> None:
         """Forget an editor buffer and index the file as it is on disk (or drop it)."""
+        rel = self.workspace.relative(str(path))
+        before = removals.held(self.indexer, {rel}) if self.primary is not None else {}
         self.indexer.clear_document(path)
         if self.primary is not None:
-            rel = self.workspace.relative(str(path))
+            removals.record(self.indexer, before)
             self.primary.unsaved.discard(rel)
             self.primary.ready(self.indexer, {rel})
 

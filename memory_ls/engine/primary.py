@@ -43,6 +43,7 @@ from ..settings import Settings
 from ..sources import SourceError, render
 from ..sources.markdown import content_hash, read_bytes
 from ..workspace import PathError, Workspace
+from . import removals
 from .indexer import Indexer
 from .providers import ProviderPolicy
 from .reference import reference_vectors
@@ -191,18 +192,17 @@ class Primary:
         report: SyncReport,
     ) -> None:
         full = paths is None or self.pushed is None or force
-        with indexer.lock:
-            local = {
-                p: s.hash for p, s in indexer.writer.file_states(None if full else paths).items()
-            }
+        local = removals.held(indexer, None if full else paths)
         if self.pushed is None:
             mine = store.origin_paths(self.origin)
             self.pushed = {p: s.hash for p, s in store.file_states(local.keys() | mine).items()}
             # Pushed by a client that sends no texts: ``send_texts`` sends them.
             self.textless = store.files_without_text(local)
+        gone = removals.to_push(store, indexer, local, self.pushed) if full else {}
         scope = local.keys() | self.pushed.keys() if full else set(paths or ())
         todo = scope if force else {p for p in scope if local.get(p) != self.pushed.get(p)}
         if not todo:
+            removals.settle(indexer, gone)
             return
         # The disk decides (a file gone from it is deleted for everyone); the diff only picks
         # which files to look at.
@@ -217,6 +217,7 @@ class Primary:
                 self.pushed[p] = after[p].hash
             else:
                 self.pushed.pop(p, None)
+        removals.settle(indexer, gone)
 
     def send_texts(self) -> int:
         """Send the texts the team index lacks for files this folder has with the same

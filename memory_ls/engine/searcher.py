@@ -26,6 +26,7 @@ from ..search.request import SearchRequest
 from ..search.results import SearchResponse
 from ..search.vector import SqliteVecIndex, VectorIndex
 from ..settings import QuerySettings
+from . import removals
 from .indexer import Indexer
 from .providers import ProviderPolicy
 from .reranking import RerankPolicy, apply_scores
@@ -58,8 +59,11 @@ class Searcher:
         req = request.resolved(settings.query)
         self.indexer.notice_other_writers()
         changed = set(self.indexer.dirty)
+        team = self.primary is not None and bool(changed)
         try:
+            before = removals.held(self.indexer, changed) if team else {}
             self.indexer.sync_dirty(settings.sync.search_budget_ms / 1000)
+            removals.record(self.indexer, before)
         except (DatabaseError, OSError) as exc:  # a full disk: the index answers as it was
             log.warning("changed files not indexed (%s); searching the index as it is", exc)
         provider = self.policy.current

@@ -1,0 +1,77 @@
+"""Several machines on one team namespace, with the real server stopped and started under them
+(tests/pg_util.py): what one machine removes, renames or rewrites reaches the others, whether
+the team index was there at the time or not, and whichever machine wrote the file first.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pg_util import PgServer, require_server_binaries, unique
+from test_postgres import by_primary, paths, rows, team, write_notes
+
+from memory_ls.engine import MemoryEngine
+from memory_ls.engine.removals import waiting
+
+ANIMALS = {
+    "memory/zebras.md": "# Zebras\n\nZebras graze on the savanna.\n",
+    "memory/giraffes.md": "# Giraffes\n\nGiraffes browse the acacia trees.\n",
+    "memory/lions.md": "# Lions\n\nLions hunt at dusk.\n",
+}
+
+
+def team_files(url: str, ns: str) -> dict[str, str]:
+    return dict(rows(url, "SELECT path, hash FROM memory_files WHERE ns = %s", ns))
+
+
+def test_a_removal_reaches_the_team_index_whoever_wrote_the_file_first(tmp_path: Path):
+    """Machine B pushes the notes first, so it is every team row's writer; machine A has the
+    same notes. A's removals used to reach the team index only from a process that was
+    connected before its own local sync saw them: a `memory-ls index` run, or any removal
+    made while PostgreSQL was down, left the note in the team index for good, where A's own
+    searches found it again as a teammate's file."""
+    require_server_binaries()
+    server = PgServer()
+    try:
+        url = server.up()
+        ns = unique("removals")
+        a, b = write_notes(tmp_path / "a", ANIMALS), write_notes(tmp_path / "b", ANIMALS)
+
+        def machine(root: Path, name: str) -> MemoryEngine:
+            s = team(url, ns, retry_after_s=0.2)
+            return MemoryEngine(root, s, index_path=tmp_path / f"{name}.sqlite")
+
+        with machine(b, "b") as eb:
+            eb.sync()
+        with machine(a, "a") as ea:
+            ea.sync()  # the same content: nothing written, B stays the writer
+        # A CLI run (a process of its own) that removes a note.
+        (a / "memory/zebras.md").unlink()
+        with machine(a, "a") as ea:
+            ea.sync()
+            assert paths(ea.search("zebras savanna", min_score=0)) == []
+        assert "memory/zebras.md" not in team_files(url, ns)
+
+        with machine(a, "a") as lsp:  # a language server, connected before the outage
+            lsp.sync()
+            server.down()
+            (a / "memory/giraffes.md").unlink()
+            lsp.sync()  # the local index only
+            (a / "memory/lions.md").unlink()
+            with machine(a, "a") as cli:  # and a CLI run while it is down
+                cli.sync()
+            server.up()
+            # Meanwhile C rewrites the lions' note: its newer version is not A's to remove.
+            c = write_notes(tmp_path / "c", {"memory/lions.md": "# Lions\n\nLions rest at noon.\n"})
+            with machine(c, "c") as ec:
+                ec.sync()
+            time.sleep(0.3)  # the cooldown
+            resp = lsp.search("giraffes acacia", min_score=0)
+            assert by_primary(resp) and paths(resp) == []
+            assert waiting(lsp.indexer) == {}
+            assert sorted(team_files(url, ns)) == ["memory/lions.md"]
+            resp = lsp.search("lions rest noon", min_score=0)
+            assert paths(resp) == ["memory/lions.md"] and resp.results[0].remote
+    finally:
+        server.remove()
