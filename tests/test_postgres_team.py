@@ -5,10 +5,11 @@ the team index was there at the time or not, and whichever machine wrote the fil
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
-from pg_util import PgServer, require_server_binaries, unique
+from pg_util import PgServer, require_server_binaries, shared_url, unique
 from test_postgres import by_primary, paths, rows, team, write_notes
 
 from memory_ls.engine import MemoryEngine
@@ -75,3 +76,54 @@ def test_a_removal_reaches_the_team_index_whoever_wrote_the_file_first(tmp_path:
             assert paths(resp) == ["memory/lions.md"] and resp.results[0].remote
     finally:
         server.remove()
+
+
+def test_a_search_never_waits_out_a_teammates_rebuild(tmp_path: Path):
+    """A search pushes this folder's changed files first. When a teammate's forced rebuild
+    held one of them (its transaction locks every file of its folder until it commits), the
+    push waited for the whole rebuild, and the search with it: minutes on a large namespace.
+    Now the push gives up after the search's wait, the search answers, and the file goes
+    with the next push."""
+    url = shared_url()
+    ns = unique("rebuild")
+    notes = {"memory/held.md": "# Held\n\nThe rebuild holds this note.\n"}
+    a, b = write_notes(tmp_path / "a", notes), write_notes(tmp_path / "b", notes)
+    with (
+        MemoryEngine(a, team(url, ns), index_path=tmp_path / "a.sqlite") as ea,
+        MemoryEngine(b, team(url, ns), index_path=tmp_path / "b.sqlite") as eb,
+    ):
+        ea.sync()
+        eb.sync()
+        # A's rebuild, stopped inside its transaction once it holds the note's lock.
+        held, release = threading.Event(), threading.Event()
+        reindex = ea.primary._reindex
+
+        def slow_reindex(store, paths, report):
+            def hold():
+                store.lock_path("memory/held.md")
+                held.set()
+                release.wait(30)
+
+            store.lock_namespace = hold  # runs first inside the rebuild's transaction
+            reindex(store, paths, report)
+
+        ea.primary._reindex = slow_reindex
+        rebuild = threading.Thread(target=ea.sync, kwargs={"force": True})
+        rebuild.start()
+        try:
+            assert held.wait(30)
+            (b / "memory/held.md").write_text("# Held\n\nA zebra crossing, edited on B.\n")
+            eb.mark_dirty([str(b / "memory/held.md")])
+            t0 = time.monotonic()
+            resp = eb.search("zebra crossing", min_score=0)
+            took = time.monotonic() - t0
+            assert took < 5, took
+            assert by_primary(resp) and eb.status()["store"]["answering"] == "postgres"
+        finally:
+            release.set()
+            rebuild.join(30)
+        ea.primary._reindex = reindex
+        # The rebuild wrote A's version last; B's edit goes with its next push.
+        resp = eb.search("zebra crossing", min_score=0)
+        assert paths(resp) == ["memory/held.md"]
+        assert "zebra" in rows(url, "SELECT text FROM memory_chunks WHERE ns = %s", ns)[0][0]

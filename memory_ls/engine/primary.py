@@ -27,6 +27,7 @@ import psycopg
 from ..index.cache import CacheKey
 from ..index.postgres import URL_ENV, PgDatabase, PgStore, PrimaryUnavailable, describe, redact
 from ..index.postgres.sizing import SearchMemory, search_memory
+from ..index.postgres.store import pusher as pg_pusher
 from ..index.postgres.store import reader as pg_reader
 from ..index.postgres.store import writer as pg_writer
 from ..index.sync import (
@@ -168,13 +169,10 @@ class Primary:
         if not self.lock.acquire(timeout=wait_s):
             return None  # another push is running; it or the next one takes these paths
         try:
-            store = pg_writer(db)
-            if db.pooler == "transaction":
-                # The writer has no short budget, and a pooler that lost its server may hold
-                # statements for minutes: find that out within a search's budget first.
-                with db.budget(store.conn):
-                    store.q("SELECT 1")
-            self._push(store, indexer, paths, force, report)
+            self._push(pg_pusher(db, wait_s), indexer, paths, force, report)
+        except psycopg.errors.LockNotAvailable:  # a teammate's rebuild holds one of them
+            self.pushed = None  # the next push compares every file again: they go then
+            return None
         except PRIMARY_ERRORS as exc:
             self.failed(exc)
             return None

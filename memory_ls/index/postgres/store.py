@@ -42,6 +42,7 @@ class PgStore:
         self._locked: set[str] = set()
         self._in_tx = False
         self._pending_after = 0  # where the next pending_chunks call resumes
+        self.lock_wait_ms: int | None = None  # how long a transaction waits for a lock
 
     def q(
         self,
@@ -63,6 +64,10 @@ class PgStore:
         self._in_tx = True
         try:
             with self.conn.transaction():
+                if self.lock_wait_ms is not None:  # SET LOCAL: a pooler's next client keeps 0
+                    self.q(
+                        "SELECT set_config('lock_timeout', %s, true)", (f"{self.lock_wait_ms}ms",)
+                    )
                 yield
         except BaseException:
             self._after_commit = []
@@ -382,3 +387,19 @@ def reader(db: PgDatabase) -> Iterator[PgStore]:
 def writer(db: PgDatabase) -> PgStore:
     """The store on the database's one writer connection."""
     return PgStore(db.writer_connection(), db)
+
+
+def pusher(db: PgDatabase, wait_s: float) -> PgStore:
+    """The writer for a push that someone waits for (``wait_s`` >= 0: a search, a save): its
+    transactions wait that long at most for a lock (raising LockNotAvailable), since another
+    client's forced rebuild holds every file of its folder until it commits, for minutes on a
+    large namespace."""
+    store = writer(db)
+    if db.pooler == "transaction":
+        # The writer has no short budget, and a pooler that lost its server may hold
+        # statements for minutes: find that out within a search's budget first.
+        with db.budget(store.conn):
+            store.q("SELECT 1")
+    if wait_s >= 0:
+        store.lock_wait_ms = max(1, int(wait_s * 1000))
+    return store
