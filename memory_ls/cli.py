@@ -101,7 +101,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         # Keywords are synced first (cheap); embedding a large backlog is `memory-ls index`'s job,
         # so a search answers in milliseconds and scores not-yet-embedded chunks by keywords.
         try:
-            engine.sync("search", embed=args.embed)
+            # A team index that is slow (a table locked) must not hold the search for minutes.
+            budget = max(1.0, engine.settings.sync.search_budget_ms / 1000)
+            engine.sync("search", embed=args.embed, budget_s=budget)
         except (DatabaseError, OSError) as exc:  # a full disk: the index answers as it was
             print(
                 f"memory-ls: the index could not be updated ({exc}); searching it as it is",

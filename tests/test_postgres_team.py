@@ -5,15 +5,20 @@ the team index was there at the time or not, and whichever machine wrote the fil
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+import psycopg
 from pg_util import PgServer, require_server_binaries, shared_url, unique
 from test_postgres import by_primary, paths, rows, team, write_notes
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.engine.removals import waiting
+from memory_ls.index.postgres import URL_ENV
 
 ANIMALS = {
     "memory/zebras.md": "# Zebras\n\nZebras graze on the savanna.\n",
@@ -127,3 +132,34 @@ def test_a_search_never_waits_out_a_teammates_rebuild(tmp_path: Path):
         resp = eb.search("zebra crossing", min_score=0)
         assert paths(resp) == ["memory/held.md"]
         assert "zebra" in rows(url, "SELECT text FROM memory_chunks WHERE ns = %s", ns)[0][0]
+
+
+def test_a_cli_search_answers_while_the_team_index_is_slow(tmp_path: Path):
+    """`memory-ls search` pushes this folder's changes before it searches. With a table of
+    the team index locked (an administrator's ALTER TABLE or VACUUM FULL, a stuck migration),
+    that push waited under the writer's 10-minute budget, so the search hung for minutes
+    instead of answering from the local index within the budget as the README says."""
+    url, ns = shared_url(), unique("slow")
+    root = write_notes(tmp_path / "ws", {"memory/x.md": "# X\n\nA zebra crossing.\n"})
+    (root / ".memory-ls.toml").write_text(
+        f'[store]\nbackend = "postgres"\n[store.postgres]\nnamespace = "{ns}"\n'
+    )
+    env = {**os.environ, URL_ENV: url}
+    cli = [sys.executable, "-m", "memory_ls", "search", "zebra", "-w", str(root)]
+    cli += ["--index", str(tmp_path / "i.sqlite")]
+    first = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0 and "team index unavailable" not in first.stderr
+    (root / "memory/x.md").write_text("# X\n\nA zebra crossing, edited.\n")
+    with psycopg.connect(url) as conn:
+        conn.execute("LOCK TABLE memory_files IN ACCESS EXCLUSIVE MODE")
+        t0 = time.monotonic()
+        out = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - t0
+        conn.rollback()
+    assert out.returncode == 0 and "memory/x.md#L1-L3" in out.stdout
+    assert "too slow" in out.stderr and url.split(":")[2].split("@")[0] not in out.stderr
+    assert took < 30, took
+    # The lock gone, the next search pushes the edit.
+    subprocess.run(cli, env=env, capture_output=True, text=True, timeout=120, check=True)
+    (text,) = rows(url, "SELECT text FROM memory_chunks WHERE ns = %s", ns)[0]
+    assert "edited" in text

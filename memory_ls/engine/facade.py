@@ -141,14 +141,17 @@ class MemoryEngine:
         force: bool = False,
         progress: Progress | None = None,
         embed: bool = True,
+        budget_s: float = -1,
     ) -> SyncReport:
         """Incremental sync (or a safe full rebuild when forced or the meta changed); with a
-        team index, then its catch-up and its vector phase."""
+        team index, then its catch-up and its vector phase. ``budget_s`` >= 0: someone waits
+        (a CLI search), and the catch-up waits that long at most for a lock in the team index
+        (a teammate's rebuild, a table an administrator holds): its changes go next time."""
         before = removals.before_sync(self.indexer) if self.primary is not None else {}
         report = self.indexer.sync(reason, force, progress, embed)
         if self.primary is not None:
             removals.record(self.indexer, before)
-            self.primary.catch_up(self.indexer, None, force)
+            self.primary.catch_up(self.indexer, None, force, budget_s)
             self.primary.send_texts()
             if embed:
                 self.primary.embed(self.indexer, progress, report, None)

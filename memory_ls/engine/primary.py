@@ -192,10 +192,11 @@ class Primary:
         full = paths is None or self.pushed is None or force
         local = removals.held(indexer, None if full else paths)
         if self.pushed is None:
-            mine = store.origin_paths(self.origin)
-            self.pushed = {p: s.hash for p, s in store.file_states(local.keys() | mine).items()}
-            # Pushed by a client that sends no texts: ``send_texts`` sends them.
-            self.textless = store.files_without_text(local)
+            with store.transaction():  # a table locked for long: a waited-for push gives up
+                ours = local.keys() | store.origin_paths(self.origin)
+                self.pushed = {p: s.hash for p, s in store.file_states(ours).items()}
+                # Pushed by a client that sends no texts: ``send_texts`` sends them.
+                self.textless = store.files_without_text(local)
         gone = removals.to_push(store, indexer, local, self.pushed) if full else {}
         scope = local.keys() | self.pushed.keys() if full else set(paths or ())
         todo = scope if force else {p for p in scope if local.get(p) != self.pushed.get(p)}

@@ -61,7 +61,8 @@ def to_push(
     gone = waiting(indexer)
     ask = gone.keys() - local.keys() - pushed.keys()
     if ask:
-        team = store.file_states(ask)
+        with store.transaction():  # the push's lock wait (``store.pusher``)
+            team = store.file_states(ask)
         pushed.update((p, s.hash) for p, s in team.items() if s.hash == gone[p])
     return gone
 
