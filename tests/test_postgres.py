@@ -128,6 +128,24 @@ def test_password_never_shown():
     assert "bad credentials" in msg and "s3cr3t-pw" not in msg and "db.internal" in msg
 
 
+def test_a_bad_url_and_an_unknown_host_are_named_as_such():
+    """A URL libpq cannot parse (each tried for real: refused before any network) and a host
+    that does not resolve (psycopg's words; no lookup here) were "unreachable" or "error"."""
+    for url in (
+        "postgresql://u:s3cr3t-pw@127.0.0.1:notaport/db",
+        "postgresql://u:s3cr3t-pw@127.0.0.1/db?sslmode=bogus",
+        "mysql://u:s3cr3t-pw@127.0.0.1/db",
+    ):
+        with pytest.raises(psycopg.Error) as info:
+            psycopg.connect(url, connect_timeout=2)
+        msg = describe(info.value, url)
+        assert ": invalid URL (" in msg and "s3cr3t-pw" not in msg, msg
+    url = "postgresql://u:s3cr3t-pw@db.internal/db"
+    said = "failed to resolve host 'db.internal': [Errno -2] Name or service not known"
+    msg = describe(psycopg.OperationalError(said), url)
+    assert ": unknown host (" in msg and "s3cr3t-pw" not in msg, msg
+
+
 def test_what_a_transaction_pooler_says_names_the_setting():
     url = "postgresql://memory:s3cr3t-pw@pooler.internal:6543/memory"
     for text in (

@@ -70,6 +70,15 @@ def describe(exc: BaseException, url: str) -> str:
         kind = "bad credentials"
     elif "does not exist" in low and "database" in low:
         kind = "no such database"
+    elif "failed to resolve host" in low or "could not translate host name" in low:
+        kind = "unknown host"
+    elif (
+        "invalid connection option" in low
+        or "for connection option" in low
+        or "invalid sslmode" in low
+        or "connection info string" in low
+    ):
+        kind = "invalid URL"  # libpq's parser said it: nothing was tried on the network
     elif "timeout" in low or "timed out" in low or "canceling statement" in low:
         kind = "too slow"
     elif "refused" in low or "could not connect" in low or "connection" in low:
