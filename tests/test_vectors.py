@@ -162,6 +162,34 @@ def test_queries_the_model_cannot_read_use_keywords(ws: Path, tmp_path: Path, mo
     e.close()
 
 
+def test_query_filters_are_not_embedded_with_the_words(ws: Path, tmp_path: Path, model_path: Path):
+    """Filters in the query text narrow the hits; the meaning searched is the words alone,
+    exactly as with the same filters given as options. "-redis" was embedded with the words
+    and pulled the query vector towards the notes it excludes."""
+    write(ws, "memory/db.md", "# Database\n\nWe run PostgreSQL 16 with pgbouncer.\n")
+    write(ws, "memory/2026-03-01-cache.md", "# Cache\n\nThe cache layer is Redis.\n")
+    e = model_engine(ws, tmp_path / "i.sqlite", model_path)
+    e.sync()
+    API = "memory/2026-01-10-api-design.md"
+
+    def hits(query: str, **kw: object) -> list[tuple[str, float, float | None]]:
+        resp = e.search(query, min_score=0, **kw)
+        assert resp.mode == "hybrid"
+        return [(h.path, round(h.score, 6), h.vector_score) for h in resp.results]
+
+    plain = hits("database")
+    assert plain[0][0] == "memory/db.md"
+    # an excluded word that no hit holds changes nothing
+    assert hits("database -kubernetes") == plain
+    vector = {path: v for path, _, v in plain}
+    assert {path: v for path, _, v in hits("database -redis")} == {
+        p: v for p, v in vector.items() if p not in {"memory/2026-03-01-cache.md", API}
+    }
+    assert hits("database file:memory/") == hits("database", path_prefix="memory/")
+    assert hits("database source:memory") == hits("database", sources=["memory"])
+    e.close()
+
+
 def test_writes_by_another_process_reach_the_vector_side(
     ws: Path, tmp_path: Path, model_path: Path
 ):

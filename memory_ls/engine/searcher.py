@@ -22,6 +22,7 @@ from ..index.schema import DatabaseError
 from ..rerank import MAX_DOCUMENT_CHARS
 from ..search.hybrid import Outcome, Scale
 from ..search.hybrid import run as run_search
+from ..search.query import parse_filters
 from ..search.request import SearchRequest
 from ..search.results import SearchResponse
 from ..search.vector import SqliteVecIndex, VectorIndex
@@ -177,7 +178,10 @@ class Searcher:
         self, req: SearchRequest, *, rebuilding: bool, use: bool
     ) -> tuple[np.ndarray | None, str | None]:
         provider = self.policy.current
-        if not use or provider is None or req.mode == "keyword" or not req.query.strip():
+        # The words alone: filters (``file:``, ``after:``, ``-excluded``) are no meaning, and
+        # an excluded word embedded with them pulled the vector towards what it excludes.
+        words, _ = parse_filters(req.query)
+        if not use or provider is None or req.mode == "keyword" or not words.strip():
             return None, None
         if rebuilding:
             # The stored vectors belong to the previous model until the rebuild has run.
@@ -185,7 +189,7 @@ class Searcher:
                 None,
                 "the index is waiting for a rebuild for the new model; keyword results only",
             )
-        return self.policy.query_vector(req.query)
+        return self.policy.query_vector(words)
 
     def _run(
         self,
