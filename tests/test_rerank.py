@@ -335,6 +335,9 @@ def test_reranking_reorders_real_hits(notes, tmp_path, stub):
         sent = stub.last().body
         assert sent["query"] == "deploy notes" and len(sent["documents"]) == 3
         assert any("relevant, and relevant again." in d for d in sent["documents"])
+        # Filters in the query text narrow the candidates; the reranker reads the words alone.
+        filtered = e.search("deploy -kubernetes notes file:memory/ source:memory", min_score=0)
+        assert paths(filtered) == paths(resp) and stub.last().body["query"] == "deploy notes"
         js = resp.to_json(e.root)["results"][0]
         assert js["score"] == pytest.approx(2 / 3, abs=1e-6) and "fusedScore" in js
 

@@ -100,7 +100,9 @@ class Searcher:
         out, why = self._fused(wide, full, changed)
         if not out.hits:
             return out, why
-        scores, failed = rr.scores(req.query, [h.snippet for h in out.hits])
+        # The words alone, as they were embedded: a cross-encoder reads "-redis" as Redis.
+        words, _ = parse_filters(req.query)
+        scores, failed = rr.scores(words, [h.snippet for h in out.hits])
         if scores is None:  # the fused order, exactly as without a reranker
             out, why = self._fused(req, qs, set())
             return out, "; ".join(r for r in (why, failed) if r)
