@@ -81,6 +81,25 @@ def test_cjk_queries_find_their_words(engine: MemoryEngine, query: str, expected
 
 
 @pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("Redis缓存", ["redis", "缓存"]),  # Latin and Chinese with no space between
+        ("做缓存的Redis", ["redis", "缓存"]),
+        ("APIキー", ["api", "キー"]),
+        ("iPhone手机", ["iphone", "手机"]),
+    ],
+)
+def test_mixed_script_words_find_both_parts(engine: MemoryEngine, query: str, terms: list[str]):
+    """The index splits "Redis缓存" into "Redis" and the CJK grams; the query did not, and
+    searched the one token "redis缓存", which no chunk holds."""
+    text = "# 缓存\n\n我们用Redis做缓存。\nAPIキーは金庫。iPhone手机\n"
+    write(engine.root, "memory/mixed.md", text)
+    engine.sync()
+    hit = engine.search(query).results[0]
+    assert hit.path == "memory/mixed.md" and set(terms) <= set(hit.matched_terms)
+
+
+@pytest.mark.parametrize(
     "query",
     [
         '"',

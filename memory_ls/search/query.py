@@ -16,7 +16,11 @@ from ..text import CJK_CHARS, CJK_RUN, cjk_grams
 
 STOP_LANGUAGES = ("english", "chinese", "japanese", "korean", "spanish", "portuguese", "arabic")
 
-_WORD = re.compile(rf"[{CJK_CHARS}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+# A word is a CJK run or a run of other letters and digits: CJK characters are \w too, and
+# the index splits "Redis缓存" into "Redis" and the grams of "缓存" (text.fts_text), so the
+# query must split it there as well (one token "redis缓存" matched nothing).
+_LETTERS = rf"[^\W_{CJK_CHARS}]+"
+_WORD = re.compile(rf"[{CJK_CHARS}]+|{_LETTERS}(?:['’]{_LETTERS})*", re.UNICODE)
 MAX_QUERY_TERMS = 64
 
 
