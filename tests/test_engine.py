@@ -344,6 +344,30 @@ def test_query_filters(engine: MemoryEngine):
     assert paths(engine.search("rate", path_prefix="MEMORY")) == []
 
 
+def test_required_and_excluded_words_match_as_the_search_matches_words(tmp_path: Path):
+    """+word and -word were substring tests: "-go" dropped a note for "good", and "+cafe"
+    dropped the note about a "café" that the word "cafe" finds (diacritics are folded)."""
+    root = tmp_path / "w"
+    write(root, "memory/a.md", "# A\n\nThe deploy went good, no rollback.\n")
+    write(root, "memory/b.md", "# B\n\nDeploy notes for the Go service.\n")
+    write(root, "memory/c.md", "# C\n\nDeploy from the café wifi; limits apply.\n")
+    write(root, "memory/d.md", "# D\n\nDeploy 令牌桶限流 🚀\n")
+    e = keyword_engine(root, tmp_path, min_score=0.0)
+
+    def found(query: str) -> set[str]:
+        return {p.removeprefix("memory/").removesuffix(".md") for p in paths(e.search(query))}
+
+    assert found("deploy -go") == {"a", "c", "d"}
+    assert found("deploy +go") == {"b"}
+    assert found("deploy +cafe") == found("deploy +Café") == {"c"}
+    assert found("deploy -cafe") == {"a", "b", "d"}
+    assert found("deploy -limit") == {"a", "b", "d"}  # stemmed, as "limit" finds "limits"
+    assert found("deploy +限流") == found("deploy +桶") == found("deploy +🚀") == {"d"}
+    assert found("deploy -令牌桶") == {"a", "b", "c"}
+    assert found("deploy +the -no") == {"b", "c"}  # a stop word is a word too
+    e.close()
+
+
 def test_line_numbers_match_the_editor(tmp_path: Path):
     root = tmp_path / "lines"
     write(root, "memory/crlf.md", "# T\r\n\r\nalpha line\r\nomega line\r\n")

@@ -21,7 +21,7 @@ from ..index.rows import ChunkRow
 from ..index.schema import FTS_TOKENIZER, Connection, connect
 from ..sources.sessions import ROLE_LABELS, TOOL_LABEL
 from ..text import fts_text
-from .query import keywords, match_expression, parse_filters, query_terms
+from .query import keywords, match_expression, parse_filters, query_terms, word_expression
 
 Term = tuple[str, bool]  # (word or CJK gram, is a prefix), as query_terms gives them
 
@@ -61,10 +61,9 @@ def _lines_table() -> Connection:
     return conn
 
 
-def _matching_lines(lines: Sequence[str], terms: Sequence[Term]) -> dict[int, set[Term]]:
-    """For each line (by index) that FTS5 finds any of the terms in, those terms."""
+def _filled(lines: Sequence[str]) -> Connection:
+    """This thread's lines table holding ``lines`` (rowid: the index), and nothing else."""
     conn = _lines_table()
-    found: dict[int, set[Term]] = {}
     with conn:  # one transaction: a commit per row costs FTS5 a segment per row
         conn.execute("BEGIN")
         conn.execute("INSERT INTO lines(lines) VALUES ('delete-all')")
@@ -72,11 +71,41 @@ def _matching_lines(lines: Sequence[str], terms: Sequence[Term]) -> dict[int, se
             "INSERT INTO lines(rowid, body) VALUES (?, ?)",
             [(i, fts_text(line)) for i, line in enumerate(lines)],
         )
-    sql = "SELECT rowid FROM lines WHERE lines MATCH ?"
+    return conn
+
+
+_MATCH = "SELECT rowid FROM lines WHERE lines MATCH ?"
+
+
+def _matching_lines(lines: Sequence[str], terms: Sequence[Term]) -> dict[int, set[Term]]:
+    """For each line (by index) that FTS5 finds any of the terms in, those terms."""
+    conn = _filled(lines)
+    found: dict[int, set[Term]] = {}
     for t in terms:
-        for (i,) in conn.execute(sql, (match_expression([t]),)):
+        for (i,) in conn.execute(_MATCH, (match_expression([t]),)):
             found.setdefault(i, set()).add(t)
     return found
+
+
+def with_words(texts: Sequence[str], required: Sequence[str], excluded: Sequence[str]) -> set[int]:
+    """The indexes of the texts holding every ``+required`` word and no ``-excluded`` one, as
+    the search matches words (stemmed, diacritics folded, CJK by grams): a substring test
+    dropped a note about something "good" for ``-go`` and one about a "café" for ``+cafe``.
+    A word without letters (an emoji) is looked for as it is."""
+    conn = _filled(texts)
+
+    def holding(word: str) -> set[int]:
+        expr = word_expression(word)
+        if expr is None:
+            return {i for i, t in enumerate(texts) if word in t.lower()}
+        return {i for (i,) in conn.execute(_MATCH, (expr,))}
+
+    keep = set(range(len(texts)))
+    for w in required:
+        keep &= holding(w)
+    for w in excluded:
+        keep -= holding(w)
+    return keep
 
 
 def terms_in(text: str, terms: Sequence[Term]) -> set[Term]:

@@ -16,7 +16,7 @@ from ..settings import QuerySettings
 from ..settings.query import LineSettings
 from .calibrate import Background, Moments, Policy, background, lift, policy
 from .citations import format_citation
-from .highlight import highlight_rows, terms_in
+from .highlight import highlight_rows, terms_in, with_words
 from .query import Filters, drop_common, match_expression, parse_filters, query_terms
 from .request import SearchRequest
 from .rerank import (
@@ -95,13 +95,8 @@ def _passes(row: ChunkRow, f: Filters, sources: tuple[str, ...] | None, prefix: 
         return False  # a date range asks for dated notes
     if f.after and row.date and row.date < f.after:
         return False
-    if f.before and row.date and row.date > f.before:
-        return False
-    if f.required or f.excluded:
-        low = row.text.lower()
-        if any(w not in low for w in f.required) or any(w in low for w in f.excluded):
-            return False
-    return True
+    # +required and -excluded words: with_words, for all the candidates at once
+    return not (f.before and row.date and row.date > f.before)
 
 
 def line_reader(store: SearchSource, ls: LineSettings) -> LineReader | None:
@@ -263,6 +258,9 @@ def run(
         and rows[cid].path not in exclude
         and _passes(rows[cid], filters, req.sources, req.path_prefix)
     ]
+    if filters.required or filters.excluded:
+        holds = with_words([r.text for _, r in kept], filters.required, filters.excluded)
+        kept = [cr for i, cr in enumerate(kept) if i in holds]
     # Normalise BM25 against the best match that survived the filters, so that the best
     # keyword hit of a filtered search still scores 1.0 and passes minScore.
     best_bm = min((bm25[c.chunk_id] for c, _ in kept if c.chunk_id in bm25), default=0.0)

@@ -79,6 +79,19 @@ def query_terms(query: str) -> list[tuple[str, bool]]:
     return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
 
 
+def word_expression(word: str) -> str | None:
+    """An FTS5 expression that a text matches when it holds ``word`` as the index would find
+    it (stemmed, diacritics folded, a CJK run by its grams): every token of the word, stop
+    words too (``+the`` asks for "the"). None for a word without letters (an emoji)."""
+    terms: list[tuple[str, bool]] = []
+    for w in _WORD.findall(word.lower()):
+        if CJK_RUN.fullmatch(w):
+            terms += [(w, True)] if len(w) == 1 else [(g, False) for g in cjk_grams(w)[:-1]]
+        else:
+            terms.append((w, False))
+    return " AND ".join(match_expression([t]) or "" for t in terms) or None
+
+
 def match_expression(terms: list[tuple[str, bool]]) -> str | None:
     """An OR query over the terms (BM25 ranks chunks matching more and rarer terms higher);
     every term is quoted, so FTS5 syntax in a query is just text."""
