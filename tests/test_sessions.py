@@ -228,6 +228,26 @@ def transcript(ws: Path) -> Path:
     )
 
 
+def test_one_source_never_takes_more_than_two_thirds_of_the_results(ws: Path, tmp_path: Path):
+    """Chatty transcripts must not crowd out notes: with -n 5, four of five were transcripts,
+    with -n 2 both (the share was rounded up)."""
+    for n in range(8):
+        write(ws, f"sessions/s{n}.jsonl", jsonl(msg("user", f"redis redis, question {n}")))
+    for n in range(3):
+        write(ws, f"memory/redis-{n}.md", f"# R\n\nredis note {n}, with other words around.\n")
+    engine = make_engine(ws, tmp_path)
+    try:
+        engine.sync("test")
+        assert engine.search("redis", max_results=1, min_score=0).results[0].source == "sessions"
+        for k in range(2, 10):
+            hits = engine.search("redis", max_results=k, min_score=0).results
+            notes = sum(h.source == "memory" for h in hits)
+            assert len(hits) == k and k - notes <= k * 2 / 3, k
+            assert notes == min(3, k - k * 2 // 3), k  # the notes fill what is left, no more
+    finally:
+        engine.close()
+
+
 def test_hits_cite_jsonl_lines_and_get_returns_rendered_lines(
     ws: Path, tmp_path: Path, transcript: Path
 ):

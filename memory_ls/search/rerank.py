@@ -116,7 +116,8 @@ def balance_sources(order: Sequence[int], source_of: Callable[[int], str], k: in
     sources = {source_of(i) for i in order}
     if len(sources) < 2:
         return list(order[:k])
-    cap = max(1, math.ceil(k * 2 / 3))
+    # At most 2/3 (rounded down: rounded up, 4 of 5 results or both of 2 were one source's).
+    cap = max(1, k * 2 // 3)
     taken: dict[str, int] = {}
     out: list[int] = []
     spill: list[int] = []
