@@ -368,6 +368,33 @@ def test_required_and_excluded_words_match_as_the_search_matches_words(tmp_path:
     e.close()
 
 
+def far_notes(root: Path, many: int = 250) -> None:
+    """``many`` notes that match "redis" far better than the two notes filters pick out."""
+    for i in range(many):
+        write(root, f"memory/a/{i:03d}.md", f"# a{i}\n\nredis redis note {i}\n")
+    far = "redis comes up once here, among many other words about the weather and lunch\n"
+    write(root, "memory/b/x.md", "# b\n\n" + far)
+    write(root, "memory/2026-01-01-old.md", "# old\n\n" + far)
+
+
+def test_filters_find_matches_that_rank_past_the_candidates(tmp_path: Path):
+    """Path, date and source filters applied to the candidates only: a note of memory/b/ that
+    ranked below 250 better matches elsewhere was never one, and nothing matched (found by a
+    review). Few chunks pass such a filter here, so those are scored."""
+    root = tmp_path / "big"
+    far_notes(root)
+    e = keyword_engine(root, tmp_path)
+    assert len(e.search("redis", max_results=300, min_score=0).results) == 252
+    assert paths(e.search("redis file:memory/b/")) == ["memory/b/x.md"]
+    assert paths(e.search("redis", path_prefix="memory/b")) == ["memory/b/x.md"]
+    assert paths(e.search("redis before:2026-02-01")) == ["memory/2026-01-01-old.md"]
+    assert paths(e.search("redis after:2026-02-01")) == []
+    assert paths(e.search("redis file:memory/b/ source:sessions")) == []
+    # A filter that many chunks pass: all of them scored, the best first.
+    assert len(paths(e.search("redis file:memory/a/", max_results=20))) == 20
+    e.close()
+
+
 def test_line_numbers_match_the_editor(tmp_path: Path):
     root = tmp_path / "lines"
     write(root, "memory/crlf.md", "# T\r\n\r\nalpha line\r\nomega line\r\n")

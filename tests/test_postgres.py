@@ -539,3 +539,28 @@ def test_newer_schema_is_left_alone(pg_url, tmp_path):
         assert "schema version 99" in st["store"]["problem"]
         assert rows(db_url, "SELECT count(*) FROM memory_files") == [(0,)]
         assert rows(db_url, "SELECT count(*) FROM memory_chunks") == [(0,)]
+
+
+def test_filters_find_matches_that_rank_past_the_candidates(pg_url, tmp_path):
+    """As on SQLite (tests/test_engine.py): the few chunks a path or date filter lets through
+    are scored, on both sides, where only the candidates were filtered."""
+    root = tmp_path / "ws"
+    for i in range(250):
+        write_notes(root, {f"memory/a/{i:03d}.md": f"# a{i}\n\nredis redis note {i}\n"})
+    far = "redis comes up once here, among many other words about the weather and lunch\n"
+    write_notes(
+        root, {"memory/b/x.md": "# b\n\n" + far, "memory/2026-01-01-old.md": "# old\n\n" + far}
+    )
+    with (
+        StubServer(api_key=None, dims=16) as stub,
+        MemoryEngine(root, team(pg_url, unique("scope"), stub)) as eng,
+    ):
+        eng.sync()
+        for mode in ("keyword", "hybrid", "vector"):
+            got = eng.search("redis file:memory/b/", mode=mode, min_score=0)
+            assert by_primary(got) and got.mode == mode
+            assert paths(got) == ["memory/b/x.md"], mode
+        assert paths(eng.search("redis before:2026-02-01", min_score=0)) == [
+            "memory/2026-01-01-old.md"
+        ]
+        assert paths(eng.search("redis after:2026-02-01", min_score=0)) == []

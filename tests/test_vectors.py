@@ -435,3 +435,23 @@ def test_a_search_does_not_wait_for_seconds_of_vector_loading(
         waiting.join(30)
         assert asked == ["hybrid"]
         assert e.search("how do we throttle clients").mode == "hybrid"
+
+
+def test_a_filtered_search_scores_the_filters_chunks_on_the_vector_side(
+    tmp_path: Path, model_path: Path
+):
+    """Vector mode with a path filter: the chunks under it were compared with the query only
+    when they were among its nearest 200 (the filters came after), so a folder's notes went
+    unseen beside 250 closer ones."""
+    root = tmp_path / "ws"
+    for i in range(250):
+        write(root, f"memory/a/{i:03d}.md", f"# Caching {i}\n\nRedis cache eviction policy {i}.\n")
+    write(root, "memory/b/x.md", "# Lunch\n\nWe had soup and talked about the weather.\n")
+    e = model_engine(root, tmp_path / "i.sqlite", model_path)
+    e.sync()
+    unfiltered = e.search("redis cache eviction", mode="vector", max_results=300, min_score=0)
+    assert "memory/b/x.md" not in [h.path for h in unfiltered.results[:200]]
+    got = e.search("redis cache eviction file:memory/b/", mode="vector", min_score=0)
+    assert [h.path for h in got.results] == ["memory/b/x.md"]
+    assert got.results[0].vector_score is not None
+    e.close()

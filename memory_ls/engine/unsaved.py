@@ -32,6 +32,7 @@ import numpy as np
 
 from ..embeddings.base import EmbeddingError, EmbeddingProvider
 from ..index.cache import CacheKey
+from ..index.chunk_reads import Scope
 from ..index.line_vectors import ChunkLines, segments
 from ..index.rows import ChunkRow, FileInfo, from_blob, to_blob
 from ..index.store import Store
@@ -117,8 +118,15 @@ class UnsavedSource:
         ranked = [(c, bm25(tf[c], length[c], df, chunks, avgdl)) for c in matched]
         return sorted(ranked, key=lambda r: (r[1], r[0]))[:limit]
 
+    def fts_within(self, expr: str, ids: Sequence[int], limit: int) -> list[tuple[int, float]]:
+        wanted = set(ids)
+        return [r for r in self.fts_search(expr, len(self.texts)) if r[0] in wanted][:limit]
+
     def chunks_by_ids(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return self.store.chunks_by_ids(ids)
+
+    def chunks_in(self, scope: Scope, cap: int) -> list[int] | None:
+        return None  # a few open buffers: the filters after retrieval see every one
 
     def file_infos(self, paths: Iterable[str]) -> dict[str, FileInfo]:
         return self.store.file_infos(paths)

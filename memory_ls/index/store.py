@@ -20,8 +20,9 @@ import numpy as np
 
 from ..chunking import Chunk
 from ..text import fts_text
-from . import schema, vectors
+from . import chunk_reads, schema, vectors
 from .cache import EmbeddingCache
+from .chunk_reads import Scope
 from .keyword_scan import KeywordScan, Row
 from .line_vectors import LineVectors
 from .rows import ChunkRow, ChunkState, FileInfo, FileState, FileText, stored_line_map, to_blob
@@ -370,18 +371,10 @@ class Store:
             )
 
     def chunks_by_ids(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
-        ids = list(ids)
-        out: dict[int, ChunkRow] = {}
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.conn.execute(
-                "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.date "
-                f"FROM chunks c LEFT JOIN files f ON f.path = c.path WHERE c.id IN ({marks})",
-                part,
-            ).fetchall()
-            out.update({r[0]: ChunkRow(*r) for r in rows})
-        return out
+        return chunk_reads.chunks_by_ids(self.conn, ids)
+
+    def chunks_in(self, scope: Scope, cap: int) -> list[int] | None:
+        return chunk_reads.chunks_in(self.conn, scope, cap)
 
     def embeddings_for(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
         return vectors.embeddings_for(self.conn, ids)

@@ -11,6 +11,7 @@ from datetime import date
 import numpy as np
 
 from ..index.backend import LineReader, SearchSource
+from ..index.chunk_reads import Scope
 from ..index.rows import ChunkRow
 from ..settings import QuerySettings
 from ..settings.query import LineSettings
@@ -43,6 +44,9 @@ PARALLEL_FROM = 100_000
 LINE_CANDIDATES = 30
 # Candidates taken from each side at most (SQLite LIMITs are 64-bit; no index is this large).
 POOL_CAP = 2**31
+# Up to this many chunks passing the query's path, date and source filters are scored alone;
+# past it the filters apply to the candidates (many pass: the candidates hold enough of them).
+SCOPE_MAX = 10_000
 _SIDES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-ls-vector-side")
 
 
@@ -97,6 +101,18 @@ def _passes(row: ChunkRow, f: Filters, sources: tuple[str, ...] | None, prefix: 
         return False
     # +required and -excluded words: with_words, for all the candidates at once
     return not (f.before and row.date and row.date > f.before)
+
+
+def _scope(f: Filters, req: SearchRequest) -> Scope | None:
+    """What the index can tell of the query's filters (all but +/- words); None: none."""
+    sources: frozenset[str] | None = None
+    for given in (req.sources, f.sources):
+        if given:
+            sources = frozenset(given) if sources is None else sources & frozenset(given)
+    prefixes = tuple(p.removeprefix("./") for p in (req.path_prefix, f.path_prefix) if p)
+    if sources is None and not prefixes and not f.after and not f.before:
+        return None
+    return Scope(sources, prefixes, f.after, f.before)
 
 
 def line_reader(store: SearchSource, ls: LineSettings) -> LineReader | None:
@@ -223,13 +239,26 @@ def run(
     if use_vec and expr and words.strip() and large:
         assert vectors is not None and qvec is not None
         beside = _SIDES.submit(vectors.knn, qvec, pool)
+    # Few chunks pass the path, date and source filters: those are scored, all of them (only
+    # the candidates were filtered, and a folder's or a month's notes that ranked past them
+    # were never found: ``file:memory/b/`` in a memory of a few hundred notes said nothing).
+    scope = _scope(filters, req)
+    within = store.chunks_in(scope, SCOPE_MAX) if scope is not None else None
     if expr:
-        for rank, (cid, bm) in enumerate(store.fts_search(expr, pool, postings, left_out), start=1):
+        found = (
+            store.fts_search(expr, pool, postings, left_out)
+            if within is None  # the words left out count in full among the few
+            else store.fts_within(f"{expr} OR {left_out}" if left_out else expr, within, pool)
+        )
+        for rank, (cid, bm) in enumerate(found, start=1):
             cands[cid] = Candidate(cid, text_rank=rank)
             bm25[cid] = bm
     if use_vec and words.strip():
         assert vectors is not None and qvec is not None
         knn, corpus = beside.result() if beside is not None else vectors.knn(qvec, pool)
+        if within is not None:  # the filter's chunks, each scored; the corpus stays the background
+            sims = vectors.similarity(qvec, within)
+            knn = sorted(sims.items(), key=lambda h: (-h[1], h[0]))[:pool]
         ref = Moments.of(reference @ qvec) if reference is not None and len(reference) else None
         how = policy(qs.calibrate, reference)
         bg = background(corpus, ref) if how != "off" else None

@@ -218,8 +218,11 @@ def _selective(dfs: Sequence[int]) -> list[int]:
     return out
 
 
-def search(store: Session, expr: str, limit: int) -> list[tuple[int, float]]:
-    """(chunk id, -BM25) best first for an FTS5-style OR expression of quoted terms."""
+def search(
+    store: Session, expr: str, limit: int, only: Sequence[int] | None = None
+) -> list[tuple[int, float]]:
+    """(chunk id, -BM25) best first for an FTS5-style OR expression of quoted terms; among
+    the chunks ``only`` when given (every word then finds chunks: they are few)."""
     terms = parse_match(expr)
     picked = [
         (q, lex, p) for (q, lex), (_, p) in zip(term_queries(store, terms), terms, strict=True) if q
@@ -235,7 +238,9 @@ def search(store: Session, expr: str, limit: int) -> list[tuple[int, float]]:
         n, avgdl = totals(store)
         n = max(n, *dfs)
     params: dict[str, object] = {"ns": store.ns, "limit": limit}
-    params["tsq"] = " | ".join(f"( {picked[i][0]} )" for i in _selective(dfs))
+    chosen = range(len(dfs)) if only is not None else _selective(dfs)
+    params["tsq"] = " | ".join(f"( {picked[i][0]} )" for i in chosen)
+    params["only"] = list(only) if only is not None else None
     tfs, score = [], []
     for i, ((_, lexemes, prefix), df) in enumerate(zip(picked, dfs, strict=True)):
         per_lexeme = []
@@ -250,7 +255,8 @@ def search(store: Session, expr: str, limit: int) -> list[tuple[int, float]]:
         f"SELECT id, -({' + '.join(score)}) AS r FROM ("
         f"SELECT id, len, {', '.join(tfs)} FROM memory_chunks "
         f"WHERE {IN_NAMESPACE.replace('%s', '%(ns)s')} AND tsv @@ %(tsq)s::tsquery "
-        "OFFSET 0) m "  # OFFSET 0: rank each row once
+        + ("AND id = ANY(%(only)s) " if only is not None else "")
+        + "OFFSET 0) m "  # OFFSET 0: rank each row once
         "ORDER BY r, id LIMIT %(limit)s",
         params,
     ).fetchall()

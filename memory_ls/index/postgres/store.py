@@ -18,7 +18,9 @@ import psycopg
 import psycopg.sql
 
 from ...chunking import Chunk
+from .. import chunk_reads
 from ..backend import ChunkChanges
+from ..chunk_reads import Scope
 from ..rows import ChunkRow, ChunkState, FileInfo, FileState, from_blob, to_blob
 from . import files, keyword, pending, vectors
 from .cache import PgEmbeddingCache
@@ -337,6 +339,18 @@ class PgStore:
         # The whole query: the server plans its own parallelism, and ``keyword.search`` picks
         # the rarer words to find chunks by and scores every word.
         return keyword.search(self, f"{expr} OR {left_out}" if left_out else expr, limit)
+
+    def fts_within(self, expr: str, ids: Sequence[int], limit: int) -> list[tuple[int, float]]:
+        return keyword.search(self, expr, limit, only=ids)
+
+    def chunks_in(self, scope: Scope, cap: int) -> list[int] | None:
+        cond, args = chunk_reads.where(scope, "%s")
+        rows = self.q(
+            "SELECT c.id FROM memory_files f JOIN memory_chunks c ON c.ns = f.ns AND "
+            f"c.path = f.path WHERE f.ns = %s AND {cond} LIMIT %s",
+            (self.ns, *args, cap + 1),
+        ).fetchall()
+        return None if len(rows) > cap else [int(r[0]) for r in rows]
 
     def vec_search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         return vectors.knn(self, query, k)
