@@ -192,7 +192,10 @@ class Workspace:
                     log.warning("sessions.globs: %s is not relative to the workspace", pattern)
                     continue
                 for p in sorted(self.root.glob(pattern)):
-                    if p.suffix != ".jsonl" or any(_skip_dir(x) for x in p.parts[-8:-1]):
+                    # Only the folders below the workspace: one above it may be hidden too
+                    # (OpenClaw's is ~/.openclaw/workspace), which skipped every transcript.
+                    below = p.relative_to(self.root).parts[:-1]
+                    if p.suffix != ".jsonl" or any(_skip_dir(x) for x in below):
                         continue
                     # A root's own transcript: its walk below adds it under the root's key.
                     if (rooted := self._root_key(p)) is None or not rooted[1]:

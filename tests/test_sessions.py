@@ -486,3 +486,21 @@ def test_an_absolute_glob_is_skipped_not_fatal(
         assert found(engine, "restic")
     finally:
         engine.close()
+
+
+def test_a_workspace_inside_a_hidden_folder_indexes_its_transcripts(tmp_path: Path):
+    """OpenClaw's workspace is ~/.openclaw/workspace: the hidden folder above the workspace
+    skipped every transcript the globs matched (the check looked at the absolute path's last
+    folders, not the ones below the workspace). Hidden folders below it are still skipped."""
+    root = tmp_path / ".openclaw" / "workspace"
+    write(root, "sessions/a.jsonl", jsonl(msg("user", "the wombat inventory")))
+    write(root, "sessions/.trash/b.jsonl", jsonl(msg("user", "the wombat leftovers")))
+    s = session_settings()
+    s.sessions.globs = ["sessions/**/*.jsonl"]
+    engine = MemoryEngine(root, s, index_path=tmp_path / "idx.sqlite")
+    try:
+        engine.sync("test")
+        hits = engine.search("wombat", sources=["sessions"]).results
+        assert [h.citation for h in hits] == ["sessions/a.jsonl#L1"]
+    finally:
+        engine.close()
