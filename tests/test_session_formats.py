@@ -275,3 +275,29 @@ def test_a_transcript_rotated_or_truncated_while_indexed(ws: Path, tmp_path: Pat
         assert not engine.search("quokka3", min_score=0).results
     finally:
         engine.close()
+
+
+def test_records_nested_about_as_deep_as_json_allows_are_skipped_not_fatal(
+    ws: Path, tmp_path: Path
+):
+    """A tool call whose arguments nest close to json.loads' depth limit parsed, and then
+    raised RecursionError when rendered (its arguments are dumped again a few frames deeper):
+    that failed the whole sync, every time. Every depth up to the limit must be survivable."""
+    lines = [
+        json.dumps({"type": "session", "id": "deep"}),
+        *(
+            '{"type": "assistant", "message": {"role": "assistant", "content": [{"type": '
+            f'"tool_use", "name": "X", "input": {{"a": {"[" * n}{"]" * n}}}}}]}}}}'
+            for n in range(700, 1000)
+        ),
+        json.dumps({"role": "user", "content": "the quokka census"}),
+    ]
+    write(ws, "sessions/deep.jsonl", "\n".join(lines) + "\n")
+    engine = MemoryEngine(ws, settings(), index_path=tmp_path / "idx.sqlite")
+    try:
+        assert not engine.sync("test").skipped
+        hit = engine.search("quokka census", sources=["sessions"]).results[0]
+        assert hit.end_line == len(lines)
+        assert engine.get(f"sessions/deep.jsonl#L{len(lines)}").text == "User: the quokka census"
+    finally:
+        engine.close()

@@ -76,7 +76,13 @@ def _clean(text: str) -> str:
 
 def parse_record(rec: Any, line: int) -> Message | None:
     """One JSON record -> a Message worth rendering, or None (metadata, reasoning alone)."""
-    parsed = formats.parse(rec)
+    try:
+        parsed = formats.parse(rec)
+    except RecursionError:
+        # Tool arguments nested nearly as deep as json.loads allows are dumped again a few
+        # frames deeper: that raised, and failed the whole sync, every sync. Skip the record.
+        log.info("line %d: a record nested too deeply to render, skipped", line)
+        return None
     if parsed is None:
         return None
     text = no_surrogates(_clean("\n".join(t for t in parsed.texts if t)))
