@@ -91,7 +91,7 @@ def session_meta(text: str) -> dict[str, str]:
     for raw in text.split("\n", 50)[:50]:
         try:
             rec = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # junk, or nested deeper than json.loads goes
             continue
         if not isinstance(rec, dict):
             continue

@@ -248,3 +248,18 @@ def test_cli_saves_and_indexes(ws: Path, transcript: Path, tmp_path: Path, capsy
     out = json.loads(capsys.readouterr().out)
     assert out["path"].endswith("-2.md") and out["uri"].startswith("file://")
     assert main(["session", "save", str(tmp_path / "missing.jsonl"), "-w", str(ws)]) == 2
+
+
+def test_a_deeply_nested_line_near_the_top_is_skipped(ws: Path, tmp_path: Path, capsys):
+    """The header is looked for in the first lines; one nested deeper than json.loads goes
+    raised RecursionError there, a traceback instead of a note (the messages skip it)."""
+    write(ws, ".memory-ls.toml", 'provider = "none"\n')
+    deep = "[" * 100_000 + "]" * 100_000
+    t = write(tmp_path, "deep.jsonl", jsonl({"type": "session", "id": "d1"}) + deep + "\n")
+    with t.open("a", encoding="utf-8") as fh:
+        fh.write(jsonl(msg("user", "the kudu migration plan")))
+    argv = ["session", "save", str(t), "-w", str(ws), "--index", str(tmp_path / "i.sqlite")]
+    assert main(argv) == 0
+    note = ws / capsys.readouterr().out.strip()
+    text = note.read_text(encoding="utf-8")
+    assert "- **Session ID**: d1" in text and "User: the kudu migration plan" in text
