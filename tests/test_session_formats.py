@@ -301,3 +301,37 @@ def test_records_nested_about_as_deep_as_json_allows_are_skipped_not_fatal(
         assert engine.get(f"sessions/deep.jsonl#L{len(lines)}").text == "User: the quokka census"
     finally:
         engine.close()
+
+
+def test_secrets_in_json_inside_tool_arguments_are_redacted():
+    """An argument is shown as JSON, whose quoting escapes the quotes of JSON inside it
+    (``curl -d '{"password": "..."}'``): every rule keyed on a quote missed the secret there.
+    Strings are redacted before they are quoted, in every agent's tool calls."""
+    secrets = [(ctx.format(secret), secret) for ctx, secret in SECRETS]
+    body = json.dumps({"password": "hunter2-prod", "api_key": "k9-long-secret-value"})
+    claude_call = {
+        "type": "assistant",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "name": "Bash", "input": {"command": f"curl -d '{body}'"}},
+                *(
+                    {"type": "tool_use", "name": "Note", "input": {"text": text}}
+                    for text, _ in secrets
+                ),
+            ],
+        },
+    }
+    codex_call = {
+        "type": "response_item",
+        "payload": {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": json.dumps({"command": ["bash", "-lc", f"curl -d '{body}' x"]}),
+        },
+    }
+    plain_result = {"role": "tool", "name": "http", "content": {"body": body, "status": 200}}
+    rendered = render_transcript(jsonl([claude_call, codex_call, plain_result])).text
+    assert rendered.count("[REDACTED:") >= 2 * 3 + 1
+    for leaked in ["hunter2-prod", "k9-long-secret-value", *(s for _, s in secrets)]:
+        assert leaked not in rendered

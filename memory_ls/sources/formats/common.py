@@ -68,10 +68,24 @@ def tool_name(value: Any) -> str:
     return _TOOL_NAME.sub("", str(value or ""))[:64] or "tool"
 
 
+def redacted_strings(value: Any) -> Any:
+    """``value`` with every string in it redacted, before it is written as JSON: quoting
+    escapes the quotes the rules key on, so ``curl -d '{"password": "..."}'`` in an argument
+    became ``\\"password\\": \\"...\\"``, which no rule matched, and the secret was indexed."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redacted_strings(v) for v in value]
+    if isinstance(value, dict):
+        return {k: redacted_strings(v) for k, v in value.items()}
+    return value
+
+
 def _arg_value(value: Any) -> str:
     if isinstance(value, str):
-        return json.dumps(value[: ARGS_CHARS * 4], ensure_ascii=False)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        return json.dumps(redact(value[: ARGS_CHARS * 4]), ensure_ascii=False)
+    shown = redacted_strings(value)
+    return json.dumps(shown, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def render_args(args: Any) -> str:
@@ -130,7 +144,7 @@ def result_text(content: Any, is_error: bool = False, name: str = "") -> str:
                 elif part.get("type") in IMAGE_PARTS | DOCUMENT_PARTS:
                     pieces.append(placeholder(part))
     elif content is not None:
-        pieces.append(json.dumps(content, ensure_ascii=False, default=str))
+        pieces.append(json.dumps(redacted_strings(content), ensure_ascii=False, default=str))
     body = short("\n".join(pieces), RESULT_CHARS) or "(empty)"
     prefix = (f"{tool_name(name)}: " if name else "") + ("error: " if is_error else "")
     return prefix + body
