@@ -52,6 +52,17 @@ _KEY_WORDS = (
 _SECRETISH = r"(?=[^\s\"'`,;]*[0-9!@#$%^&*+/=_~-])[^\s\"'`,;]{6,}|[^\s\"'`,;]{20,}"
 
 _KEY = rf"\b[\w.-]*(?:{_KEY_WORDS})"
+# A value in quotes runs to its closing quote, spaces and other quotes included: cut at the
+# first space or quote, password="correct horse battery staple" kept "horse battery staple"
+# and "password": "it's mine" kept "s mine". Unquoted, it ends at a space, a quote or ``stop``.
+_QUOTE = r"(?P<q>[\"'`])?"
+_QUOTED = r"(?:\\.|(?!(?P=q))[^\\\n])+"
+
+
+def _value(stop: str) -> str:
+    return rf"(?(q){_QUOTED}|[^\s\"'`{stop}]+)"
+
+
 _TOKEN_CHARS = r"[A-Za-z0-9._~+/=-]"
 # A token that looks random (a digit, a symbol or a case change), so "basic authentication"
 # or "bearer credentials" in prose stay as they are.
@@ -117,21 +128,21 @@ RULES: tuple[Rule, ...] = (
     # key=value: env files, CLI flags, URL query strings, INI, connection strings' Password=.
     Rule(
         "secret",
-        re.compile(rf"(?P<keep>{_KEY}[\"'`]?\s*=\s*[\"'`]?){_NOT_MARK}[^\s\"'`&,;]+", re.I),
+        re.compile(rf"(?P<keep>{_KEY}[\"'`]?\s*=\s*{_QUOTE}){_NOT_MARK}{_value('&,;')}", re.I),
         _keep_prefix("secret"),
     ),
     # "key": "value" (JSON, quoted YAML keys).
     Rule(
         "secret",
-        re.compile(rf"(?P<keep>{_KEY}(?P<q>[\"'`])\s*:\s*(?P=q)){_NOT_MARK}[^\"'`\n]+", re.I),
+        re.compile(rf"(?P<keep>{_KEY}(?P<q>[\"'`])\s*:\s*(?P=q)){_NOT_MARK}{_QUOTED}", re.I),
         _keep_prefix("secret"),
     ),
     # password: value, whatever the value looks like ("my password: sunshine").
     Rule(
         "secret",
         re.compile(
-            rf"(?P<keep>\b[\w.-]*(?:password|passwd|passphrase)\s*:\s*[\"'`]?){_NOT_MARK}"
-            r"[^\s\"'`,;]+",
+            rf"(?P<keep>\b[\w.-]*(?:password|passwd|passphrase)\s*:\s*{_QUOTE}){_NOT_MARK}"
+            + _value(",;"),
             re.I,
         ),
         _keep_prefix("secret"),

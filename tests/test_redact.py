@@ -170,3 +170,24 @@ def test_whole_corpus_at_once_and_idempotent():
 )
 def test_prose_is_left_alone(prose: str):
     assert redact(prose) == prose
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('password="correct horse battery staple" next', 'password="[REDACTED:secret]" next'),
+        ("export DB_PASSWORD='two words' &&", "export DB_PASSWORD='[REDACTED:secret]' &&"),
+        ('{"password": "it\'s mine, all of it", "user": "bob"}', None),
+        ('{"api_key": "ab\\"c d", "user": "bob"}', None),
+        ('password: "correct horse" ok', 'password: "[REDACTED:secret]" ok'),
+        ('token="" and password=""', 'token="" and password=""'),  # nothing to hide
+    ],
+)
+def test_a_quoted_value_is_redacted_to_its_closing_quote(text: str, expected: str | None):
+    """A quoted value was cut at its first space or quote: password="correct horse battery
+    staple" kept "horse battery staple", "password": "it's mine" kept "s mine"."""
+    out = redact(text)
+    if expected is None:
+        assert out.endswith('[REDACTED:secret]", "user": "bob"}'), out
+    else:
+        assert out == expected
