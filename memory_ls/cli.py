@@ -232,7 +232,7 @@ def cmd_session(args: argparse.Namespace) -> int:
             args.transcript,
             hook=args.hook,
             count=args.messages,
-            stdin=sys.stdin.buffer,
+            stdin=sys.stdin.buffer if sys.stdin else None,  # None: started with fd 0 closed
             key=args.key,
             source=args.source,
         )

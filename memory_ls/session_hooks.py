@@ -62,18 +62,25 @@ def session_input(
     *,
     hook: bool,
     count: int,
-    stdin: BinaryIO,
+    stdin: BinaryIO | None,
     key: str | None = None,
     source: str | None = None,
 ) -> Found:
-    """The conversation named by ``session save``'s arguments; raises InputError."""
-    if hook:
-        raw = read_payload(stdin) if target in (None, "-") else target.encode("utf-8", "replace")
-        found = from_payload(raw, count)
-    elif target is None:
+    """The conversation named by ``session save``'s arguments; raises InputError.
+
+    ``stdin`` is None when the process was started without one (Python's sys.stdin is then
+    None): only a payload or a transcript read from it needs it."""
+    if target is None and not hook:
         raise InputError("give a transcript, - to read one from stdin, or --hook")
-    elif target == "-":
-        found = Found(from_transcript(read_stream_tail(stdin), "stdin", count))
+    if target in (None, "-"):
+        if stdin is None:
+            raise InputError("stdin is closed: give the transcript's path or the payload")
+        if hook:
+            found = from_payload(read_payload(stdin), count)
+        else:
+            found = Found(from_transcript(read_stream_tail(stdin), "stdin", count))
+    elif hook:
+        found = from_payload(target.encode("utf-8", "replace"), count)
     else:
         path = Path(target).expanduser()
         found = Found(from_transcript(_read(path), path.name, count))

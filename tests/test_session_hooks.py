@@ -372,3 +372,29 @@ def test_hook_payload_that_never_arrives_times_out() -> None:
     assert rc != 0
     assert "no hook payload on stdin within 5 s" in err and "Traceback" not in err
     assert time.monotonic() - started < 30
+
+
+def test_a_hook_started_with_stdin_closed(workspace: Path, tmp_path: Path) -> None:
+    """A program started with file descriptor 0 closed (a daemon, a notifier that closes what
+    it does not pass on) has no sys.stdin: reading sys.stdin.buffer for the arguments raised
+    AttributeError, a traceback and no note, even for a payload given as an argument."""
+    index = tmp_path / "index.sqlite"
+    payload = codex_payload("1", ["Pin the okapi dependency to 2.3"], "Pinned it.", workspace)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def closed_stdin(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "memory_ls", "session", "save", *args]
+        return subprocess.run(
+            ["sh", "-c", 'exec "$@" <&-', "sh", *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    out = closed_stdin("--hook", "--index", str(index), payload)
+    assert out.returncode == 0, out.stderr
+    assert "okapi dependency" in (workspace / out.stdout.strip()).read_text(encoding="utf-8")
+    out = closed_stdin("--hook", "-w", str(workspace), "--index", str(index))
+    assert (out.returncode, out.stderr.count("\n")) == (2, 1), out.stderr
+    assert "stdin is closed" in out.stderr
