@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 MAX_READ_BYTES = 50 * 1024 * 1024
 MAX_SLUG_WORDS = 5
 MAX_SLUG_CHARS = 48
+MAX_BULLET_CHARS = 200
 SLUG_PROMPT = (
     "Name this conversation for a file name: reply with a slug of 1 to 4 lowercase English "
     "words joined by hyphens (for example api-design or vendor-pitch), and nothing else."
@@ -208,15 +209,23 @@ def keyword_slug(messages: list[Message], words: int = 3) -> str | None:
     return slug or None
 
 
+def _bullet(value: str) -> str:
+    """A bullet's value on its one line, of a sane length. The id and key come from the
+    transcript's header record (and --key / --source, memory.saveSession's source): one with
+    line breaks wrote headings and lines of its choosing into the note, as if remembered."""
+    flat = " ".join(value.split())  # every line break str.split knows: \n, \r, U+2028, ...
+    return flat if len(flat) <= MAX_BULLET_CHARS else flat[: MAX_BULLET_CHARS - 1] + "…"
+
+
 def render_note(
     messages: list[Message], when: datetime, key: str, session_id: str, source: str
 ) -> str:
     parts = [
         f"# Session: {when:%Y-%m-%d %H:%M:%S} UTC",
         "",
-        f"- **Session Key**: {key}",
-        f"- **Session ID**: {session_id}",
-        f"- **Source**: {source}",
+        f"- **Session Key**: {_bullet(key)}",
+        f"- **Session ID**: {_bullet(session_id)}",
+        f"- **Source**: {_bullet(source)}",
         "",
     ]
     if messages:
