@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import re
+import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -237,9 +238,36 @@ def render_note(
 def write_new(folder: Path, stem: str, text: str) -> Path:
     """Create ``stem.md`` in ``folder``, or ``stem-2.md``, ``stem-3.md``...: never overwrite.
 
-    O_EXCL makes the check and the creation one step, so two writers cannot pick one name.
+    The note is written whole under a hidden name, then linked to its name, which fails when
+    the name is taken: the check and the creation are one step, so two writers cannot pick one
+    name, and the note never shows half-written (a process killed mid-write left one, which a
+    watching editor indexed and nothing ever finished).
     """
     folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=folder)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 is not a note's mode
+        n = 1
+        while True:
+            path = folder / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                n += 1
+                continue
+            except OSError:  # no hard links here (some network or FAT file systems)
+                return _write_exclusive(folder, stem, text)
+            return path
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write_exclusive(folder: Path, stem: str, text: str) -> Path:
+    """``write_new`` where hard links fail: O_EXCL picks the name; a full disk leaves no half
+    note behind (a killed process may)."""
     n = 1
     while True:
         path = folder / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
@@ -252,7 +280,7 @@ def write_new(folder: Path, stem: str, text: str) -> Path:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
         except BaseException:
-            path.unlink(missing_ok=True)  # a full disk leaves no half note behind
+            path.unlink(missing_ok=True)
             raise
         return path
 

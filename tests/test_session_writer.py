@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -283,3 +286,29 @@ def test_the_bullets_stay_one_line_each(ws: Path, tmp_path: Path):
         "",
     ]
     assert [ln for ln in lines if ln.startswith("#")] == [lines[0], "## Conversation Summary"]
+
+
+def test_a_note_never_shows_half_written(tmp_path: Path) -> None:
+    """Another process (a watching editor, a search) looking while a note is written sees no
+    note or the whole note, never part of it: one killed mid-write left a part for good."""
+    folder = tmp_path / "memory"
+    text = (
+        "# Session\n\n" + "- a line of the conversation, long enough to take a while\n" * 1_000_000
+    )
+    size = len(text.encode("utf-8"))
+    code = (
+        "import sys; from pathlib import Path; from memory_ls.session_writer import write_new; "
+        "write_new(Path(sys.argv[1]), 'big', sys.stdin.read())"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.write(text.encode("utf-8"))
+    proc.stdin.close()
+    seen = set()
+    while proc.poll() is None:
+        with contextlib.suppress(FileNotFoundError):
+            seen.add((folder / "big.md").stat().st_size)
+    assert proc.returncode == 0
+    assert seen <= {size}
+    assert (folder / "big.md").read_text(encoding="utf-8") == text
+    assert [p.name for p in folder.iterdir()] == ["big.md"]  # no temporary file left
