@@ -171,7 +171,7 @@ def from_payload(raw: bytes, count: int) -> Found:
     if len(raw) > MAX_PAYLOAD_BYTES:
         raise InputError(f"the hook payload is larger than {MAX_PAYLOAD_BYTES} bytes")
     try:
-        obj = json.loads(raw.decode("utf-8"))
+        obj = json.loads(raw.decode("utf-8-sig"))  # a BOM, as some Windows tools write
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise InputError("the hook payload is not JSON") from None
     if not isinstance(obj, dict):
