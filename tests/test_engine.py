@@ -339,6 +339,8 @@ def test_query_filters(engine: MemoryEngine):
     ]
     assert engine.search("rate limiting after:2026-01-15").results == []
     assert paths(engine.search("deploy after:2026-01-15")) == ["memory/2026-02-01-deploy.md"]
+    # No such date: its text stays words, as for any other non-date (it kept every note out).
+    assert "memory/2026-02-01-deploy.md" in paths(engine.search("deploy after:2026-13-45"))
     assert paths(engine.search("Redis -bucket")) == []
     assert paths(engine.search("requests +retry-after")) == ["memory/2026-01-10-api-design.md"]
     assert paths(engine.search("rate", path_prefix="MEMORY")) == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from functools import lru_cache
 
 from stopwords import get_stopwords
@@ -167,6 +168,16 @@ class Filters:
         )
 
 
+def _is_date(value: str) -> bool:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        return False
+    try:
+        date.fromisoformat(value)
+    except ValueError:  # a month 13 kept every dated note out, and said nothing
+        return False
+    return True
+
+
 def parse_filters(query: str) -> tuple[str, Filters]:
     """Split ``file:memory/ after:2026-01-01 +must -never words`` into words and filters."""
     f = Filters()
@@ -176,8 +187,8 @@ def parse_filters(query: str) -> tuple[str, Filters]:
         if key in ("file", "path"):
             f.path_prefix = value.removeprefix("./")
         elif key in ("after", "before"):
-            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-                return m.group()  # not a date: leave the text as words
+            if not _is_date(value):
+                return m.group()  # not a date (2026-13-45 neither): leave the text as words
             setattr(f, key, value)
         elif key == "source":
             f.sources.append(value)
