@@ -28,6 +28,8 @@ import { workspaceSymbolName } from './workspaceSymbols';
 
 const STATUS_SCHEME = 'memory-status';
 const STATUS_URI = vscode.Uri.parse(`${STATUS_SCHEME}:Memory%20status.md`);
+/** How long a restart waits for a server that is still starting before stopping it. */
+const START_WAIT_MS = 30_000;
 
 let ext: MemoryExtension | undefined;
 
@@ -58,6 +60,8 @@ class MemoryExtension {
   private refreshTimer: NodeJS.Timeout | undefined;
   private failureShown = false;
   private failure: { reason: string; install: string } | undefined;
+  /** The restart under way: restarts run one after the other. */
+  private restarting: Promise<void> = Promise.resolve();
   private readonly highlight = vscode.window.createTextEditorDecorationType({
     isWholeLine: true,
     backgroundColor: new vscode.ThemeColor('editor.rangeHighlightBackground'),
@@ -215,6 +219,9 @@ class MemoryExtension {
     const client = new LanguageClient('memory', 'Memory', serverOptions, clientOptions);
     this.client = client;
     client.onDidChangeState((e) => {
+      if (this.client !== client) {
+        return; // a client being replaced: the restart says what happens
+      }
       if (e.newState === State.Running) {
         everRunning = true;
         this.state = { phase: 'running' };
@@ -228,6 +235,9 @@ class MemoryExtension {
     try {
       await client.start();
     } catch (error) {
+      if (this.client !== client) {
+        return; // replaced by a restart meanwhile
+      }
       this.client = undefined;
       this.fail(`${resolved.command} ${resolved.args.join(' ')}: ${error instanceof Error ? error.message : String(error)}`, install);
     }
@@ -254,7 +264,15 @@ class MemoryExtension {
     });
   }
 
-  private async restart(): Promise<void> {
+  /** One restart at a time: two at once (the command run twice, a setting typed into the
+   * Settings editor) each started a server, and the first was never stopped. */
+  private restart(): Promise<void> {
+    const next = this.restarting.then(() => this.restartNow());
+    this.restarting = next.catch(() => undefined);
+    return next;
+  }
+
+  private async restartNow(): Promise<void> {
     const old = this.client;
     this.client = undefined;
     this.progress.clear();
@@ -262,6 +280,13 @@ class MemoryExtension {
     this.render();
     if (old) {
       try {
+        if (old.state === State.Starting) {
+          // vscode-languageclient cannot stop a client that is starting (it throws, and the
+          // server would run on): let it come up (or fail) first.
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([old.start().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, START_WAIT_MS)))]);
+          clearTimeout(timer);
+        }
         await old.stop();
       } catch (error) {
         this.output.appendLine(`memory-ls: stopping the old server failed: ${String(error)}`);
