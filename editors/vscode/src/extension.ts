@@ -111,6 +111,7 @@ class MemoryExtension {
   }
 
   async start(): Promise<void> {
+    this.failureShown = false; // a new attempt: its failure is news
     const cfg = this.config();
     const resolved = resolveServerCommand({
       command: cfg.get<string>('server.command', ''),
@@ -135,7 +136,6 @@ class MemoryExtension {
       return;
     }
     this.server = resolved;
-    this.failureShown = false;
     let everRunning = false;
     const budget = new RestartBudget();
     const install = installCommand(resolved.source === 'pythonPath' ? resolved.command : undefined);

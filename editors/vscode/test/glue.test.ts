@@ -49,6 +49,15 @@ test('activation without a server: commands registered, clear message, status ba
     'Memory: cannot open memory-ls:///x/memory/a.md from the team index: the memory-ls server is not running',
   );
   assert.ok(rec.messages.length > shown);
+  // memory.server.command changed to another wrong path (VS Code restarts the server on that),
+  // or Memory: Restart Server: the new attempt says why it failed too.
+  rec.config['memory.server.command'] = path.join(ws, 'still-no-memory-ls');
+  const errors = rec.messages.filter((m) => m.kind === 'error').length;
+  await rec.commands.get('memoryLs.restart')!();
+  const again = rec.messages.filter((m) => m.kind === 'error');
+  assert.equal(again.length, errors + 1, 'the restart failed silently');
+  assert.match(again.at(-1)!.text, /still-no-memory-ls/);
+  assert.match(bar.tooltip, /still-no-memory-ls/);
   await ext.deactivate();
   fs.rmSync(ws, { recursive: true, force: true });
 });
