@@ -462,6 +462,7 @@ class MemoryExtension {
     const run = (query: string): void => {
       pending?.cancel();
       if (!query.trim()) {
+        latest.next(); // an answer still on its way is not shown under an empty query
         qp.items = [];
         qp.busy = false;
         qp.title = insert ? 'Memory: Insert Citation' : 'Memory: Search';

@@ -12,6 +12,7 @@ export interface FakeQuickPick {
   busy: boolean;
   visible: boolean;
   changeValue(v: string): void;
+  hide(): void;
   accept(item: any): Promise<void>;
   triggerButton(item: any, index: number): Promise<void>;
 }
