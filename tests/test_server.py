@@ -40,9 +40,19 @@ def make_client() -> LanguageClient:
     register_lsp_features(client)
     client.registrations = []  # type: ignore[attr-defined]
 
+    client.config_on_register = False  # type: ignore[attr-defined]
+
     @client.feature(types.CLIENT_REGISTER_CAPABILITY)
     def register(params: types.RegistrationParams) -> None:
         client.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+        if client.config_on_register and any(  # type: ignore[attr-defined]
+            r.method == types.WORKSPACE_DID_CHANGE_CONFIGURATION for r in params.registrations
+        ):
+            # As vscode-languageclient does: the section's settings at once, after the answer.
+            asyncio.get_running_loop().call_soon(
+                client.workspace_did_change_configuration,
+                types.DidChangeConfigurationParams(settings=None),
+            )
 
     @client.feature(types.CLIENT_UNREGISTER_CAPABILITY)
     def unregister(params: types.UnregistrationParams) -> None:
@@ -129,6 +139,7 @@ async def start(tmp_path: Path) -> AsyncIterator[Start]:
         caps: types.ClientCapabilities | None = None,
         config: dict[str, Any] | None = None,
         wait: bool = True,
+        config_on_register: bool = False,
     ) -> LanguageClient:
         env = {
             **os.environ,
@@ -147,6 +158,7 @@ async def start(tmp_path: Path) -> AsyncIterator[Start]:
         clients.append(client)
         if config is not None:
             client.set_configuration(config)
+        client.config_on_register = config_on_register  # type: ignore[attr-defined]
         await client.initialize_session(
             types.InitializeParams(
                 capabilities=caps or capabilities(),
@@ -973,6 +985,28 @@ async def test_vectors_follow_edits_in_background(start: Start, tmp_path: Path) 
     await eventually(embedded, timeout=60)
     res = await search(client, "how much disk space does a customer get")
     assert res["mode"] == "hybrid" and "memory/projects/rate-limits.md" in paths(res)
+
+
+async def test_the_configuration_sent_on_registration_opens_the_index_once(
+    start: Start, tmp_path: Path
+) -> None:
+    """VS Code sends ``didChangeConfiguration`` the moment the server registers for it, while
+    the folders are still being opened: the reload found no engine yet, took the settings for
+    changed, and every start opened the index (and the embedding model) a second time and
+    synced again ("settings")."""
+    ws = make_workspace(tmp_path / "ws")
+    caps = capabilities()
+    assert caps.workspace is not None
+    caps.workspace.did_change_configuration = types.DidChangeConfigurationClientCapabilities(
+        dynamic_registration=True
+    )
+    client = await start(
+        ws, config={"memory": {"provider": "none"}}, caps=caps, config_on_register=True
+    )
+    methods = [r.method for r in client.registrations]  # type: ignore[attr-defined]
+    assert types.WORKSPACE_DID_CHANGE_CONFIGURATION in methods
+    await wait_idle(client)
+    assert (await status(client))["lastSync"]["reason"] == "startup"
 
 
 async def test_a_bad_setting_sent_at_runtime_is_reported(start: Start, tmp_path: Path) -> None:

@@ -200,6 +200,10 @@ class MemoryService:
         await asyncio.gather(*(self.reload(f) for f in self.folders))
 
     async def reload(self, folder: Folder) -> None:
+        # Compared with what the folder was opened with: VS Code sends didChangeConfiguration
+        # the moment the server registers for it, while the folder is still being opened,
+        # and without an engine yet the folder was opened (and synced) a second time.
+        await folder.opened()
         settings, problems = await asyncio.to_thread(self._settings_for, folder.uri, folder.root)
         if folder.engine is not None and any(UNREADABLE in p for p in problems):
             # A settings file saved half-edited: read as empty, it would put the defaults

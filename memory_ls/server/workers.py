@@ -188,6 +188,10 @@ class Folder:
             if not self._in_flight:
                 self._idle.set()
 
+    async def opened(self) -> None:
+        """Wait until the folder's engine is open (or failed to open, or the folder closed)."""
+        await self._ready.wait()
+
     @property
     def ready(self) -> bool:
         return self._ready.is_set() and self.engine is not None
