@@ -38,6 +38,8 @@ export interface Recorder {
   providers: Map<string, any>;
   clipboard: string[];
   activeTextEditor?: FakeEditor;
+  /** Fires onDidChangeConfiguration for settings changed in `config` (full keys). */
+  configChanged(keys: string[]): void;
 }
 
 export function newRecorder(config: Record<string, unknown> = {}): Recorder {
@@ -51,6 +53,7 @@ export function newRecorder(config: Record<string, unknown> = {}): Recorder {
     shown: [],
     providers: new Map(),
     clipboard: [],
+    configChanged: () => undefined,
   };
 }
 
@@ -158,6 +161,9 @@ export function fakeEditor(uri: string, text: string, line = 0, character = 0): 
 export function installFakeVscode(rec: Recorder, folders: string[]): void {
   const disposable = { dispose() {} };
   const event = () => disposable;
+  const configEvents = new Emitter<any>();
+  rec.configChanged = (keys: string[]) =>
+    void configEvents.fire({ affectsConfiguration: (s: string) => keys.some((k) => k === s || k.startsWith(s + '.')) });
   const withFallback = (name: string, target: any): any =>
     new Proxy(target, {
       get(t: any, prop) {
@@ -302,7 +308,7 @@ export function installFakeVscode(rec: Recorder, folders: string[]): void {
         return disposable;
       },
       openTextDocument: async (u: any) => ({ uri: u }),
-      onDidChangeConfiguration: event,
+      onDidChangeConfiguration: configEvents.event,
       onDidSaveTextDocument: event,
       onDidOpenTextDocument: event,
       onDidCloseTextDocument: event,
