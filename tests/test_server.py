@@ -248,13 +248,19 @@ def paths(res: dict[str, Any]) -> list[str]:
     return [r["path"] for r in res["results"]]
 
 
-def open_doc(client: LanguageClient, path: Path, text: str | None = None, version: int = 1) -> str:
+def open_doc(
+    client: LanguageClient,
+    path: Path,
+    text: str | None = None,
+    version: int = 1,
+    language: str = "markdown",
+) -> str:
     u = uri(path)
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(
                 uri=u,
-                language_id="markdown",
+                language_id=language,
                 version=version,
                 text=path.read_text() if text is None else text,
             )
@@ -700,6 +706,29 @@ async def test_document_symbols(start: Start, tmp_path: Path) -> None:
     assert kids[0].range.start.line == 2 and kids[0].range.end.line == 8
     # UTF-16 columns: the sparkle is one code point, one UTF-16 unit, not two.
     assert kids[0].children[0].selection_range.end.character == len("### Deep ✨ one")
+
+
+async def test_citations_in_a_code_file(start: Start, tmp_path: Path) -> None:
+    """Citations work in any document (DESIGN.md), a code comment too; its "# ..." comment
+    lines are no headings of an outline."""
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    files = (await status(client))["files"]
+    code = "# Ledger client\n# see memory/2026-01-05.md#L5-L6 for why\nDB = 'postgres'\n"
+    u = open_doc(client, write(ws, "src/ledger.py", code), language="python")
+    td = types.TextDocumentIdentifier(uri=u)
+    at = types.Position(line=1, character=code.split("\n")[1].index("memory/") + 3)
+    locs = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=td, position=at)
+    )
+    assert locs and locs[0].uri == uri(ws / "memory/2026-01-05.md")
+    hov = await client.text_document_hover_async(types.HoverParams(text_document=td, position=at))
+    assert hov and "PostgreSQL" in hov.contents.value
+    syms = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(text_document=td)
+    )
+    assert syms == []
+    assert (await status(client))["files"] == files  # read, never indexed: no memory file
 
 
 async def test_document_symbols_of_lone_carriage_returns(start: Start, tmp_path: Path) -> None:

@@ -38,6 +38,13 @@ def _heading_symbols(text: str, codec: Any) -> list[types.DocumentSymbol]:
     return convert.heading_symbols(lsp_lines(text), codec)
 
 
+def _markdown(language_id: str | None, uri: str) -> bool:
+    """A Markdown document: by the client's language id, else by its name."""
+    if language_id:
+        return language_id == "markdown"
+    return uri.lower().endswith((".md", ".markdown"))
+
+
 class Documents:
     def __init__(
         self,
@@ -111,6 +118,9 @@ class Documents:
                 self.did_open(uri)
 
     async def symbols(self, uri: str) -> list[types.DocumentSymbol]:
+        doc = self.ls.workspace.text_documents.get(uri)
+        if doc is None or not _markdown(doc.language_id, uri):
+            return []  # a code file's "# comment" lines are no headings (citations work anywhere)
         text = buffer_text(self.ls, uri)
         if not text:
             return []

@@ -79,6 +79,16 @@ CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
         "links. Off: memory files only. Only memory files are indexed either way.",
         "order": 4,
     },
+    "memory.server.allFiles": {
+        "type": "boolean",
+        "default": True,
+        "markdownDescription": "Attach the server to every file, so citations "
+        "(`memory/x.md#L3-L9`) in code comments, plain text or config files get "
+        "go-to-definition, hover, links and warnings too. Off: Markdown files as "
+        "`#memory.server.allMarkdown#` says, and transcripts. Only memory files are indexed "
+        "either way.",
+        "order": 5,
+    },
     "memory.trace.server": {
         "type": "string",
         "enum": ["off", "messages", "verbose"],
@@ -86,7 +96,7 @@ CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
         "markdownDescription": "Trace the LSP messages between VS Code and memory-ls in the "
         "*Memory* output channel.",
         "scope": "window",
-        "order": 5,
+        "order": 6,
     },
 }
 

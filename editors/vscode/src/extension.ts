@@ -151,6 +151,7 @@ class MemoryExtension {
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: documentSelector({
+        allFiles: cfg.get<boolean>('server.allFiles', true),
         allMarkdown: cfg.get<boolean>('server.allMarkdown', true),
         folders: this.folders(),
         extraPaths: cfg.get<string[]>('extraPaths', []),

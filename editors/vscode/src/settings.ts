@@ -88,6 +88,7 @@ export interface DocumentFilterLike {
 }
 
 export interface SelectorInput {
+  allFiles?: boolean;
   allMarkdown: boolean;
   folders: string[];
   extraPaths: string[];
@@ -112,9 +113,14 @@ function expandHome(p: string, home?: string): string {
 /**
  * Which documents the client sends to the server. Memory files always; every Markdown file when
  * `allMarkdown` (citations in READMEs and agent instructions get definition/hover/links);
- * `extraPaths`; session transcripts (`.jsonl`) when `sources` includes `sessions`.
+ * `extraPaths`; session transcripts (`.jsonl`) when `sources` includes `sessions`. Every file
+ * when `allFiles`: a citation in a code comment works as in a note (the server reads such a
+ * file for its citations only, and gives no outline for anything but Markdown).
  */
 export function documentSelector(input: SelectorInput): DocumentFilterLike[] {
+  if (input.allFiles) {
+    return [{ scheme: 'file' }];
+  }
   const out: DocumentFilterLike[] = [];
   if (input.allMarkdown) {
     out.push({ scheme: 'file', language: 'markdown' });

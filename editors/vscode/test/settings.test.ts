@@ -67,6 +67,13 @@ test('changeKind: client settings restart, server settings are pushed', () => {
   assert.equal(changeKind(affects(['editor.fontSize']), keys), 'none');
 });
 
+test('documentSelector: every file (citations in code comments), when asked', () => {
+  assert.deepEqual(
+    documentSelector({ allFiles: true, allMarkdown: false, folders: ['/w'], extraPaths: [], sources: ['memory', 'sessions'], sessionGlobs: ['a/*.jsonl'] }),
+    [{ scheme: 'file' }],
+  );
+});
+
 test('documentSelector: all Markdown, or memory files, extra paths and transcripts', () => {
   assert.deepEqual(documentSelector({ allMarkdown: true, folders: ['/w'], extraPaths: ['notes'], sources: ['memory'], sessionGlobs: [] }), [
     { scheme: 'file', language: 'markdown' },
