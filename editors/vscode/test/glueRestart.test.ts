@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { installFakeVscode, newRecorder, Recorder } from './fakeVscode';
-import { EXTENSION_DIR, findServer, REPO } from './helpers';
+import { EXTENSION_DIR, findServer, REPO, waitFor } from './helpers';
 
 const server = findServer();
 const skip = server ? false : 'memory-ls is not installed (set MEMORY_LS_COMMAND or create the repository .venv)';
@@ -23,19 +23,8 @@ let ext: any;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 let context: any;
 
-async function until<T>(f: () => T | undefined, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v) {
-      return v;
-    }
-    if (Date.now() > end) {
-      throw new Error(`timed out waiting for ${what}\n${rec.output.join('\n')}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(f: () => T | undefined, ms: number, what: string): Promise<T> =>
+  waitFor(f, ms, what, () => rec.output);
 
 function alive(): number[] {
   const started = fs.existsSync(pids) ? fs.readFileSync(pids, 'utf8').split('\n').filter(Boolean).map(Number) : [];

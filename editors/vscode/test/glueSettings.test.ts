@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { installFakeVscode, newRecorder, Recorder } from './fakeVscode';
-import { EXTENSION_DIR, findServer, REPO } from './helpers';
+import { EXTENSION_DIR, findServer, REPO, waitFor } from './helpers';
 
 const server = findServer();
 const skip = server ? false : 'memory-ls is not installed (set MEMORY_LS_COMMAND or create the repository .venv)';
@@ -18,19 +18,8 @@ let rec: Recorder;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 let ext: any;
 
-async function until<T>(f: () => T | undefined, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v) {
-      return v;
-    }
-    if (Date.now() > end) {
-      throw new Error(`timed out waiting for ${what}\n${rec.output.join('\n')}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(f: () => T | undefined, ms: number, what: string): Promise<T> =>
+  waitFor(f, ms, what, () => rec.output);
 
 before(async () => {
   if (!server) {

@@ -56,3 +56,24 @@ export function findServer(): string | undefined {
   );
   return candidates.find(executable);
 }
+
+/** Poll `f` until it gives something, failing after `ms` with `what` and the lines `log` gives. */
+export async function waitFor<T>(
+  f: () => T | undefined,
+  ms: number,
+  what: string,
+  log: () => string[],
+  everyMs = 50,
+): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = f();
+    if (v) {
+      return v;
+    }
+    if (Date.now() > end) {
+      throw new Error(`timed out waiting for ${what}\n${log().join('\n')}`);
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
