@@ -5,12 +5,11 @@
 // installed.
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { installFakeVscode, newRecorder, Recorder } from './fakeVscode';
-import { EXTENSION_DIR, findServer, REPO, waitFor } from './helpers';
+import { activateExtension, demoCopy, findServer, waitFor } from './helpers';
 
 const server = findServer();
 const skip = server ? false : 'memory-ls is not installed (set MEMORY_LS_COMMAND or create the repository .venv)';
@@ -56,9 +55,8 @@ before(async () => {
   if (!server) {
     return;
   }
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'memory-ls-glue-'));
-  const ws = path.join(tmp, 'demo');
-  fs.cpSync(path.join(REPO, 'examples', 'demo'), ws, { recursive: true });
+  let ws: string;
+  ({ tmp, ws } = demoCopy());
   pids = path.join(tmp, 'pids');
   const wrapper = path.join(tmp, 'memory-ls');
   fs.writeFileSync(wrapper, `#!/bin/sh\necho $$ >> '${pids}'\nexec '${server}' "$@"\n`, { mode: 0o755 });
@@ -68,11 +66,7 @@ before(async () => {
     'memory.provider': 'none',
   });
   installFakeVscode(rec, [ws]);
-  const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_DIR, 'package.json'), 'utf8'));
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  ext = require(path.join(EXTENSION_DIR, 'out', 'src', 'extension.js'));
-  context = { subscriptions: [], extension: { packageJSON: pkg } };
-  await ext.activate(context);
+  ({ ext, context } = await activateExtension());
 });
 
 after(async () => {

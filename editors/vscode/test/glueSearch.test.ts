@@ -4,12 +4,11 @@
 // installed.
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { installFakeVscode, newRecorder, Recorder } from './fakeVscode';
-import { EXTENSION_DIR, findServer, REPO, waitFor } from './helpers';
+import { activateExtension, demoCopy, findServer, waitFor } from './helpers';
 
 const server = findServer();
 const skip = server ? false : 'memory-ls is not installed (set MEMORY_LS_COMMAND or create the repository .venv)';
@@ -29,9 +28,8 @@ before(async () => {
   if (!server) {
     return;
   }
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'memory-ls-glue-'));
-  const ws = path.join(tmp, 'demo');
-  fs.cpSync(path.join(REPO, 'examples', 'demo'), ws, { recursive: true });
+  let ws: string;
+  ({ tmp, ws } = demoCopy());
   const slow = path.join(tmp, 'slow-memory-ls');
   const relay = path.join(__dirname, 'slowServerMain.js');
   fs.writeFileSync(slow, `#!/bin/sh\nexec '${process.execPath}' '${relay}' '${server}' "$@"\n`, { mode: 0o755 });
@@ -45,10 +43,7 @@ before(async () => {
     'memory.provider': 'none',
   });
   installFakeVscode(rec, [ws]);
-  const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_DIR, 'package.json'), 'utf8'));
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  ext = require(path.join(EXTENSION_DIR, 'out', 'src', 'extension.js'));
-  await ext.activate({ subscriptions: [], extension: { packageJSON: pkg } });
+  ({ ext } = await activateExtension());
   await until(() => /keyword-only/.test(rec.statusItems[0].text) || undefined, 90_000, 'the server to run');
 });
 

@@ -4,12 +4,11 @@
 // document, Reindex reports. Skipped when memory-ls is not installed.
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { fakeEditor, installFakeVscode, newRecorder, Recorder } from './fakeVscode';
-import { EXTENSION_DIR, findServer, REPO, waitFor } from './helpers';
+import { activateExtension, demoCopy, findServer, waitFor } from './helpers';
 
 const server = findServer();
 const skip = server ? false : 'memory-ls is not installed (set MEMORY_LS_COMMAND or create the repository .venv)';
@@ -27,19 +26,14 @@ before(async () => {
   if (!server) {
     return;
   }
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'memory-ls-glue-'));
-  ws = path.join(tmp, 'demo');
-  fs.cpSync(path.join(REPO, 'examples', 'demo'), ws, { recursive: true });
+  ({ tmp, ws } = demoCopy());
   rec = newRecorder({
     'memory.server.command': server,
     'memory.server.env': { XDG_CACHE_HOME: path.join(tmp, 'cache'), XDG_CONFIG_HOME: path.join(tmp, 'config') },
     'memory.provider': 'none',
   });
   installFakeVscode(rec, [ws]);
-  const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_DIR, 'package.json'), 'utf8'));
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  ext = require(path.join(EXTENSION_DIR, 'out', 'src', 'extension.js'));
-  await ext.activate({ subscriptions: [], extension: { packageJSON: pkg } });
+  ({ ext } = await activateExtension());
 });
 
 after(async () => {

@@ -3,12 +3,11 @@
 // The real `memory-ls serve`. Skipped when memory-ls is not installed.
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { installFakeVscode, newRecorder, Recorder } from './fakeVscode';
-import { EXTENSION_DIR, findServer, REPO, waitFor } from './helpers';
+import { activateExtension, demoCopy, findServer, waitFor } from './helpers';
 
 const server = findServer();
 const skip = server ? false : 'memory-ls is not installed (set MEMORY_LS_COMMAND or create the repository .venv)';
@@ -25,9 +24,8 @@ before(async () => {
   if (!server) {
     return;
   }
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'memory-ls-glue-'));
-  const ws = path.join(tmp, 'demo');
-  fs.cpSync(path.join(REPO, 'examples', 'demo'), ws, { recursive: true });
+  let ws: string;
+  ({ tmp, ws } = demoCopy());
   rec = newRecorder({
     'memory.server.command': server,
     'memory.server.env': { XDG_CACHE_HOME: path.join(tmp, 'cache'), XDG_CONFIG_HOME: path.join(tmp, 'config') },
@@ -35,10 +33,7 @@ before(async () => {
     'memory.query.maxResults': 1,
   });
   installFakeVscode(rec, [ws]);
-  const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_DIR, 'package.json'), 'utf8'));
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  ext = require(path.join(EXTENSION_DIR, 'out', 'src', 'extension.js'));
-  await ext.activate({ subscriptions: [], extension: { packageJSON: pkg } });
+  ({ ext } = await activateExtension());
   await until(() => /keyword-only/.test(rec.statusItems[0].text) || undefined, 60_000, 'the server to run');
 });
 

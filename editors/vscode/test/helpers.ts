@@ -77,3 +77,23 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** A copy of examples/demo in a new scratch folder (`tmp`), at `ws`. */
+export function demoCopy(): { tmp: string; ws: string } {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'memory-ls-glue-'));
+  const ws = path.join(tmp, 'demo');
+  fs.cpSync(path.join(REPO, 'examples', 'demo'), ws, { recursive: true });
+  return { tmp, ws };
+}
+
+/** The compiled extension, activated against the stand-in `vscode` installed before, and the
+ * context it was given. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function activateExtension(): Promise<{ ext: any; context: any }> {
+  const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_DIR, 'package.json'), 'utf8'));
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const ext = require(path.join(EXTENSION_DIR, 'out', 'src', 'extension.js'));
+  const context = { subscriptions: [], extension: { packageJSON: pkg } };
+  await ext.activate(context);
+  return { ext, context };
+}
