@@ -102,3 +102,25 @@ def test_a_repeated_query_is_embedded_once(ws: Path, tmp_path: Path):
         e.search("dark mode")
         assert asked("dark mode") == 1
         e.close()
+
+
+def test_model_changed_under_the_same_name_is_reported_not_raised(ws: Path, tmp_path: Path):
+    """An OpenAI-compatible server whose alias now serves another model (other dimensions):
+    the sync used to raise a bare ValueError out of the vector phase, and status and searches
+    said nothing while new chunks never got vectors."""
+    with StubServer(dims=16) as stub:
+        s = Settings(provider="openai-compatible", model="local-alias")
+        s.remote.base_url = stub.url + "/v1"
+        e = MemoryEngine(ws, s, index_path=tmp_path / "i.sqlite")
+        assert e.sync().embedded > 0
+        e.close()
+        stub.dims = 24
+        write(ws, "memory/2026-03-01-new.md", "# New\n\nA fresh note about caching layers.\n")
+        e = MemoryEngine(ws, s, index_path=tmp_path / "i.sqlite")
+        e.sync()
+        reason = e.status()["fallbackReason"]
+        assert "16-dimensional" in reason and "24" in reason and "delete the index" in reason
+        resp = e.search("caching layers")
+        assert resp.results[0].path == "memory/2026-03-01-new.md"
+        assert "16-dimensional" in resp.fallback_reason
+        e.close()

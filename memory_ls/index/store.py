@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..chunking import Chunk
+from ..embeddings.base import EmbeddingError
 from ..text import fts_text
 from . import chunk_reads, schema, vectors
 from .cache import EmbeddingCache
@@ -340,7 +341,12 @@ class Store:
 
     def ensure_vec_table(self, dims: int) -> None:
         if self.dims and self.dims != dims:
-            raise ValueError(f"index holds {self.dims}-dimensional vectors, model gives {dims}")
+            # An EmbeddingError, so the engine reports it (status, searches) or falls back:
+            # the model behind an unchanged name (a compatible server's alias) has changed.
+            raise EmbeddingError(
+                f"the index holds {self.dims}-dimensional vectors but the model now gives "
+                f"{dims}: it changed under the same name; delete the index to rebuild it"
+            )
         self.dims = dims
         self.set_meta({"dims": dims})
         if self.keep_vec_table and self.vec_reason is None and not self.has_vec_table:
