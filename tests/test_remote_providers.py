@@ -247,6 +247,20 @@ def test_batches_split_and_keep_order(stub):
     assert stub.count() == 3  # no request for nothing
 
 
+def test_openai_requests_stay_under_its_summed_token_limit(stub):
+    """OpenAI refuses (400, not retried) a request whose inputs sum to over 300,000 tokens:
+    with `remote.batchSize` at its documented 2048, 400-token chunks made every request one.
+    Counted conservatively (a token per 2 bytes), each request stays under it, in order."""
+    p = make("openai", stub, batch_size=2048)
+    texts = [f"{i} " + "word " * 320 for i in range(1000)]  # about 400 tokens each
+    out = p.embed_documents(texts)
+    sent = [r.body["input"] for r in stub.requests]
+    assert len(sent) > 1 and all(len(t) <= 2048 for t in sent)
+    assert all(sum(len(t) for t in inputs) // 2 <= 300_000 for inputs in sent)
+    assert [t for inputs in sent for t in inputs] == texts
+    np.testing.assert_allclose(out[-1], unit(vector_for(texts[-1], 8)), rtol=1e-5)
+
+
 def test_empty_text_is_sent_as_blank(stub):
     p = make("openai", stub)
     p.embed_documents(["", "x"])

@@ -30,6 +30,7 @@ class OpenAIProvider(RemoteProvider):
     # 2 bytes a token, safe for English (~4) and CJK text (~3 bytes, 1-2 tokens a character).
     bytes_per_token = 2
     max_batch = 2048  # at most 2048 inputs per request
+    max_request_tokens = 300_000  # summed over a request's inputs
     dimensions_field = "dimensions"
 
     def batch_embedder(self, remote: RemoteSettings) -> Batcher | None:

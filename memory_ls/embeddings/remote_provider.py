@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -86,6 +86,7 @@ class RemoteProvider:
     default_max_input_tokens = 512
     bytes_per_token = 4  # max_input_bytes = tokens * this (see each provider)
     max_batch = 2048  # the API's own limit on inputs per request
+    max_request_tokens = 0  # the API's limit on a request's tokens summed over inputs (0: none)
     needs_key = True
 
     def __init__(
@@ -144,11 +145,25 @@ class RemoteProvider:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        parts = [
-            self._embed(texts[i : i + self.batch_size], query=False)
-            for i in range(0, len(texts), self.batch_size)
-        ]
+        parts = [self._embed(batch, query=False) for batch in self._batches(texts)]
         return parts[0] if len(parts) == 1 else np.vstack(parts)
+
+    def _batches(self, texts: list[str]) -> Iterator[list[str]]:
+        """Requests of at most ``batch_size`` texts and, where the API caps a request's
+        summed tokens (OpenAI: 300,000, refused with a 400 that retries cannot cure), at most
+        that many, counted from bytes like the per-input limit."""
+        budget = self.max_request_tokens * self.bytes_per_token
+        batch: list[str] = []
+        size = 0
+        for text in texts:
+            n = len(text.encode("utf-8", "surrogatepass"))
+            if batch and (len(batch) >= self.batch_size or (budget and size + n > budget)):
+                yield batch
+                batch, size = [], 0
+            batch.append(text)
+            size += n
+        if batch:
+            yield batch
 
     def close(self) -> None:
         self.client.close()
