@@ -157,10 +157,18 @@ class ServerWatcher:
             log.warning("cannot watch %s: %s", d, exc)
 
     def _new_dir(self, root: Path, p: Path, wanted: list[tuple[Path, bool]]) -> None:
-        # memory/ (or an extra folder) created after start: start watching it now.
+        # memory/ (or an extra folder) created after start, or made again after it was deleted
+        # or moved away: start watching it now. watchdog keeps the old folder's watch under
+        # its path (its emitter ended with that folder, or follows it where it went) and
+        # scheduling the same path again starts nothing: drop it first.
         for d, rec in wanted:
             if rec and d == p and root in self._watches:
                 with self._lock:
+                    watches = self._watches[root]
+                    for w in [w for w in watches if getattr(w, "path", None) == str(d)]:
+                        watches.remove(w)
+                        with contextlib.suppress(Exception):  # already gone with its folder
+                            self._observer.unschedule(w)  # type: ignore[arg-type]
                     self._schedule(root, d, True)
 
     def unwatch(self, root: Path) -> None:

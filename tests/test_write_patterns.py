@@ -1,0 +1,47 @@
+"""The index follows the files under real write patterns (from an audit of the ways editors,
+agents and people change memory files): after each, a search sees exactly the files on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+from conftest import write
+from test_server import (  # the harness of the server tests
+    Start,
+    capabilities,
+    eventually,
+    make_workspace,
+    paths,
+    search,
+    start,  # noqa: F401  (a fixture)
+    status,
+)
+
+
+async def test_a_memory_folder_deleted_and_made_again_is_watched_again(
+    start: Start,  # noqa: F811
+    tmp_path: Path,
+):
+    # The server's watcher kept the watch of the deleted memory/ registered under its path
+    # (watchdog keeps a watch whose folder went), so memory/ made again was not watched: a
+    # note written into it stayed out of the index (the interval sync is off by default).
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws, caps=capabilities(watch=False))
+    assert (await status(client))["watch"] == "server"
+
+    async def files(n: int) -> bool:  # status does not sync: this waits for the watcher
+        return (await status(client))["files"] == n
+
+    for away in ("deleted", "moved"):
+        if away == "deleted":
+            shutil.rmtree(ws / "memory")
+        else:
+            (ws / "memory").rename(ws / "memory.old")
+        await eventually(lambda: files(1))  # MEMORY.md
+        (ws / "memory").mkdir()
+        await asyncio.sleep(0.5)  # the sync for the new folder has run: the note comes after
+        write(ws, "memory/agent.md", f"# Agent\n\nThe {away} narwhal cache was flushed.\n")
+        await eventually(lambda: files(2))
+        assert paths(await search(client, f"{away} narwhal")) == ["memory/agent.md"]
