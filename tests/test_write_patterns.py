@@ -19,6 +19,9 @@ from test_server import (  # the harness of the server tests
     status,
 )
 
+from memory_ls.engine import MemoryEngine
+from memory_ls.settings import Settings
+
 
 async def test_a_memory_folder_deleted_and_made_again_is_watched_again(
     start: Start,  # noqa: F811
@@ -45,3 +48,23 @@ async def test_a_memory_folder_deleted_and_made_again_is_watched_again(
         write(ws, "memory/agent.md", f"# Agent\n\nThe {away} narwhal cache was flushed.\n")
         await eventually(lambda: files(2))
         assert paths(await search(client, f"{away} narwhal")) == ["memory/agent.md"]
+
+
+def test_a_closed_buffer_of_a_note_replaced_by_a_symlink_leaves_the_index(tmp_path: Path):
+    # An agent replaced an open note by a symlink (`ln -sf`): closing the buffer was refused
+    # (a symlink is not memory), the buffer stayed, and every sync indexed its text again.
+    root = tmp_path / "ws"
+    write(root, "MEMORY.md", "# Memory\n\nPlain words.\n")
+    note = write(root, "memory/x.md", "# X\n\nThe quokka ledger on disk.\n")
+    with MemoryEngine(root, Settings(provider="none"), index_path=tmp_path / "i.sqlite") as e:
+        e.sync("test")
+        e.set_document("memory/x.md", "# X\n\nThe quokka ledger, unsaved.\n")
+        assert [h.path for h in e.search("quokka").results] == ["memory/x.md"]
+        note.unlink()
+        note.symlink_to(root / "MEMORY.md")
+        e.clear_document("memory/x.md")
+        assert e.search("quokka").results == []
+        e.sync("test")
+        assert e.search("quokka").results == []
+        with e.indexer.reader() as store:
+            assert sorted(store.file_states()) == ["MEMORY.md"]

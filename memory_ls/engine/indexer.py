@@ -32,7 +32,6 @@ from ..index.sync import (
     SyncReport,
     index_document,
     reindex_buffers,
-    remove_file,
     sync_keyword,
 )
 from ..index.vectors import Changes, Mark
@@ -390,15 +389,17 @@ class Indexer:
 
     def clear_document(self, path: str | Path) -> None:
         try:
-            mf = self.workspace.resolve(path)
+            rel = self.workspace.resolve(path).path
         except PathError:
-            return
+            # Replaced by a symlink while open: its buffer goes all the same, or its text
+            # stayed indexed under the path for good (a buffer is indexed whatever is on disk).
+            rel = self.workspace.relative(str(path))
+            if rel not in self.buffers:
+                return
         with self.lock:
-            self.buffers.pop(mf.path, None)
-            sync_keyword(self.writer, self.ctx, {}, SyncReport("close"), None, {mf.path})
-            if not mf.abs_path.exists():
-                with self.writer.transaction():
-                    remove_file(self.writer, self.ctx, mf.path)
+            self.buffers.pop(rel, None)
+            # The file as it is on disk now; gone, or no longer memory: out of the index.
+            sync_keyword(self.writer, self.ctx, {}, SyncReport("close"), None, {rel})
 
     def notice_other_writers(self) -> None:
         """Apply to the in-memory vectors what another process (a CLI `index`, an MCP
