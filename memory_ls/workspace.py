@@ -229,11 +229,14 @@ class Workspace:
         if any(_skip_dir(x) for x in parts[:-1]):
             return None
         if "memory" in self.settings.sources and rel.endswith(".md"):
-            if rel in ROOT_FILES or parts[0] == MEMORY_DIR:
+            # A hidden note in a folder is not walked (``_walk_md``): taken here, a watcher's
+            # event indexed it and the next full sync dropped it again.
+            walked = not parts[-1].startswith(".")
+            if rel in ROOT_FILES or (parts[0] == MEMORY_DIR and walked):
                 return MemoryFile(rel, self.root / rel, "memory")
             for extra in self.settings.extra_paths:
                 e = extra.strip("/").removeprefix("./")
-                if rel == e or rel.startswith(e + "/"):
+                if rel == e or (rel.startswith(e + "/") and walked):
                     return MemoryFile(rel, self.root / rel, "memory")
         if "sessions" in self.settings.sources and rel.endswith(".jsonl"):
             for pattern in self.settings.sessions.globs:

@@ -68,3 +68,21 @@ def test_a_closed_buffer_of_a_note_replaced_by_a_symlink_leaves_the_index(tmp_pa
         assert e.search("quokka").results == []
         with e.indexer.reader() as store:
             assert sorted(store.file_states()) == ["MEMORY.md"]
+
+
+def test_a_hidden_note_is_not_indexed_by_a_watch_event_either(tmp_path: Path):
+    # The walk skips hidden files under memory/ and extra folders (as it skips hidden
+    # folders); a watcher's event for one indexed it, and the next full sync dropped it.
+    root = tmp_path / "ws"
+    write(root, "memory/a.md", "# A\n\nThe ibex note.\n")
+    s = Settings(provider="none", extra_paths=["notes"])
+    with MemoryEngine(root, s, index_path=tmp_path / "i.sqlite") as e:
+        e.sync("test")
+        for rel in ("memory/.draft.md", "memory/sub/.x.md", "notes/.y.md"):
+            write(root, rel, "# Draft\n\nThe ibex draft.\n")
+            e.mark_dirty([rel])
+            e.sync_dirty()
+            assert [h.path for h in e.search("ibex").results] == ["memory/a.md"], rel
+            assert e.set_document(rel, "The ibex buffer.\n") is False
+        e.sync("test")
+        assert [h.path for h in e.search("ibex").results] == ["memory/a.md"]
