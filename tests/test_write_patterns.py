@@ -4,9 +4,12 @@ agents and people change memory files): after each, a search sees exactly the fi
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import time
 from pathlib import Path
 
+import pytest
 from conftest import write
 from test_server import (  # the harness of the server tests
     Start,
@@ -86,3 +89,26 @@ def test_a_hidden_note_is_not_indexed_by_a_watch_event_either(tmp_path: Path):
             assert e.set_document(rel, "The ibex buffer.\n") is False
         e.sync("test")
         assert [h.path for h in e.search("ibex").results] == ["memory/a.md"]
+
+
+def test_a_same_size_edit_with_its_mtime_set_back_is_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # An edit of the same size whose mtime was then set back (`touch -d`, `cp -p`, a restore
+    # from a backup) matched the mtime and size the last sync read, and was never indexed.
+    root = tmp_path / "ws"
+    note = write(root, "memory/status.md", "# Status\n\nThe build is green.\n")
+    old = time.time() - 3600
+    os.utime(note, (old, old))
+    monkeypatch.setattr("memory_ls.index.writes.RACY_S", 0.2)  # a change this old is settled
+    time.sleep(0.3)
+    with MemoryEngine(root, Settings(provider="none"), index_path=tmp_path / "i.sqlite") as e:
+        e.sync("test")
+        assert e.sync("test").unchanged == 1
+        size = note.stat().st_size
+        note.write_text("# Status\n\nThe build is amber.\n")  # same size
+        os.utime(note, (old, old))
+        assert note.stat().st_size == size
+        e.sync("test")
+        assert [h.path for h in e.search("amber").results] == ["memory/status.md"]
+        assert e.search("green").results == []

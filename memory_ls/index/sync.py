@@ -115,7 +115,11 @@ def _sync_one(store, ctx, mf: MemoryFile, state, overlay: str | None, report: Sy
         if action == "wait":  # a live transcript below both delta thresholds
             report.unchanged += 1
             return
-    if state and state.mtime == st.st_mtime and state.size == st.st_size:
+    # A note's ctime too: an edit of the same size whose mtime was set back (`touch -d`,
+    # `cp -p`, a restore) kept mtime and size as they were read and was never indexed. A
+    # transcript keeps its mtime: its tail is read from the size it had.
+    stamp = st.st_mtime if mf.source == "sessions" else max(st.st_mtime, st.st_ctime)
+    if state and state.mtime == stamp and state.size == st.st_size:
         report.unchanged += 1
         return
     if mf.source == "sessions":
@@ -132,10 +136,10 @@ def _sync_one(store, ctx, mf: MemoryFile, state, overlay: str | None, report: Sy
             remove_file(store, ctx, mf.path)
         return
     if state and state.hash == content_hash(data):
-        store.touch_file(mf.path, recorded_mtime(st.st_mtime), st.st_size)
+        store.touch_file(mf.path, recorded_mtime(stamp), st.st_size)
         report.unchanged += 1
         return
-    index_document(store, ctx, mf, data, st.st_mtime, report)
+    index_document(store, ctx, mf, data, st.st_mtime, report, stamp)
 
 
 def reindex_buffers(store, ctx: IndexContext, buffers: dict[str, str], wait_ms: int) -> None:

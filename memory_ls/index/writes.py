@@ -77,8 +77,10 @@ def index_document(
     data: bytes,
     mtime: float,
     report: SyncReport,
+    stamp: float | None = None,
 ) -> None:
-    """Index one file's bytes (from disk or an editor buffer); call inside a transaction."""
+    """Index one file's bytes (from disk or an editor buffer); call inside a transaction.
+    ``stamp``: what the next sync compares to tell a change (``mtime`` if not given)."""
     try:
         src = render(mf, data)
     except SourceError as exc:
@@ -96,7 +98,7 @@ def index_document(
         mf.path,
         mf.source,
         content_hash(data),
-        recorded_mtime(mtime),
+        recorded_mtime(mtime if stamp is None else stamp),
         len(data),
         d.isoformat() if d else None,
         len(lines),
