@@ -224,9 +224,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_session(args: argparse.Namespace) -> int:
     from .index.schema import DatabaseError
+    from .params import MAX_SAVE_SESSION_MESSAGES
     from .session_hooks import InputError, session_input
     from .session_writer import write_note
 
+    # Checked as memory.saveSession checks `messages`: 0 or -3 wrote a note with no messages.
+    if not 1 <= args.messages <= MAX_SAVE_SESSION_MESSAGES:
+        bound = "least 1" if args.messages < 1 else f"most {MAX_SAVE_SESSION_MESSAGES}"
+        print(f"memory-ls: --messages: must be at {bound}, got {args.messages}", file=sys.stderr)
+        return 2
     try:
         found = session_input(
             args.transcript,
@@ -348,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="read an agent hook's JSON payload: Claude Code's on stdin, Codex's as the argument"
         " (the workspace is the payload's cwd unless -w is given)",
     )
-    m.add_argument("--messages", type=int, default=15, help="how many messages (default 15)")
+    m.add_argument("--messages", type=int, default=15, help="how many, 1-1000 (default 15)")
     m.add_argument("--source", default=None, help="where the session came from (e.g. telegram)")
     m.add_argument("--key", default=None, help="session key (default: from the transcript)")
     m.set_defaults(func=cmd_session)

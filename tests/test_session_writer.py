@@ -253,6 +253,21 @@ def test_cli_saves_and_indexes(ws: Path, transcript: Path, tmp_path: Path, capsy
     assert main(["session", "save", str(tmp_path / "missing.jsonl"), "-w", str(ws)]) == 2
 
 
+@pytest.mark.parametrize("given", ["0", "-3", "1001"])
+def test_cli_messages_out_of_range_is_refused(
+    ws: Path, transcript: Path, tmp_path: Path, capsys, given
+):
+    """`--messages` is checked as memory.saveSession checks `messages` (1-1000): 0 and -3 were
+    taken as given and wrote a note with no conversation in it, exit 0."""
+    write(ws, ".memory-ls.toml", 'provider = "none"\n')
+    before = sorted(ws.rglob("*.md"))
+    argv = ["session", "save", str(transcript), "-w", str(ws), "--index", str(tmp_path / "i")]
+    assert main([*argv, "--messages", given]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memory-ls: --messages: must be at ") and given in err
+    assert sorted(ws.rglob("*.md")) == before
+
+
 def test_a_deeply_nested_line_near_the_top_is_skipped(ws: Path, tmp_path: Path, capsys):
     """The header is looked for in the first lines; one nested deeper than json.loads goes
     raised RecursionError there, a traceback instead of a note (the messages skip it)."""
