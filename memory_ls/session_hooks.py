@@ -51,7 +51,7 @@ class InputError(ValueError):
 
 @dataclass(frozen=True)
 class Found:
-    """A conversation to save (None: the hook had nothing to say) and the agent's folder."""
+    """A conversation to save (None: it has no messages, nothing to save) and the agent's folder."""
 
     session: SessionInput | None
     cwd: Path | None = None
@@ -84,6 +84,8 @@ def session_input(
     else:
         path = Path(target).expanduser()
         found = Found(from_transcript(_read(path), path.name, count))
+    if found.session is not None and not found.session.messages:
+        found = replace(found, session=None)  # nothing to save, as for a hook
     if found.session is not None and (key or source):
         session = replace(
             found.session,

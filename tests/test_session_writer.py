@@ -268,6 +268,19 @@ def test_cli_messages_out_of_range_is_refused(
     assert sorted(ws.rglob("*.md")) == before
 
 
+def test_cli_transcript_without_messages_saves_nothing(ws: Path, tmp_path: Path, capsys):
+    """A transcript with no message to save writes no note, as for a hook (it wrote a note of
+    its title and bullets alone, named by the time of day)."""
+    write(ws, ".memory-ls.toml", 'provider = "none"\n')
+    before = sorted(ws.rglob("*.md"))
+    t = write(tmp_path, "empty.jsonl", jsonl({"type": "summary", "summary": "x"}))
+    argv = ["session", "save", str(t), "-w", str(ws), "--index", str(tmp_path / "i")]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert out.out == "" and "nothing saved" in out.err
+    assert sorted(ws.rglob("*.md")) == before
+
+
 def test_a_deeply_nested_line_near_the_top_is_skipped(ws: Path, tmp_path: Path, capsys):
     """The header is looked for in the first lines; one nested deeper than json.loads goes
     raised RecursionError there, a traceback instead of a note (the messages skip it)."""
