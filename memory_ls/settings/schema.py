@@ -334,7 +334,7 @@ class StoreSettings:
     path: str = setting(
         "",
         "Index file; `~` is expanded, a relative path is relative to the server's working "
-        "folder (empty: one file per workspace folder in `$XDG_CACHE_HOME/memory-ls/`). "
+        "folder (empty: one file per workspace folder in `$XDG_CACHE_HOME/memory-ls/index/`). "
         "An index holds one folder: in a multi-root workspace, a later folder that names the "
         "same file keeps its own.",
     )
