@@ -80,7 +80,7 @@ GET_TOOL = _tool(
     "Read memory lines",
     "Read lines of a memory file. Use it SECOND, after memory_search: pass a result's "
     "citation (e.g. memory/2026-01-10-api.md#L3-L9) to read exactly the cited lines, or a "
-    "path with from/lines for more context around them. Returns {path, from, to, "
+    "path with from/lines for more context around them. Returns {uri, path, from, to, "
     "totalLines, text}; line numbers are 1-based (for transcripts, the original JSONL "
     "lines). Only memory files of this workspace can be read.",
     {
