@@ -181,3 +181,17 @@ def test_a_document_of_many_citations_reads_each_file_once(tmp_path: Path) -> No
     ]
     assert "past the end" in (alone[302].problem or "")  # sessions/a.jsonl has 301 lines
     assert all(c.missing for c in alone[-3:])
+
+
+async def test_a_document_of_many_bad_citations_gets_a_bounded_number_of_diagnostics(
+    two_folders: Folders, tmp_path: Path
+) -> None:
+    # pygls turns every diagnostic into JSON on the event loop: 100,000 held it for a second.
+    doc_uri = (tmp_path / "a/notes.md").as_uri()
+    text = "".join(f"memory/missing.md#L{i + 1} and MEMORY.md#L{900 + i}\n" for i in range(1500))
+    cites = Citations(two_folders, {doc_uri: text}.get, PositionCodec())
+    diags = await cites.diagnostics(doc_uri, text)
+    assert len(diags) == 1000  # of 3,000
+    # The first ones, in the document's order.
+    assert [d.range.start.line for d in diags[:4]] == [0, 0, 1, 1]
+    assert diags[-1].range.start.line == 499

@@ -8,6 +8,7 @@ given, so it is tested on real engines over a workspace on disk.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,11 @@ from ..workspace import PathError
 from . import convert
 from .folders import Folders
 from .workers import FolderUnavailable
+
+# The most diagnostics a document gets: pygls turns each into JSON on the event loop (100,000
+# bad citations held it for a second, every keystroke waiting), and VS Code shows 1,000 a
+# file at most anyway.
+MAX_DIAGNOSTICS = 1000
 
 
 @dataclass
@@ -187,16 +193,16 @@ class Citations:
 
     async def diagnostics(self, uri: str, text: str) -> list[types.Diagnostic]:
         """A warning for each citation of ``text`` (the document ``uri``) to a missing memory
-        file or to lines past its end."""
+        file or to lines past its end, the first ``MAX_DIAGNOSTICS`` of them."""
         lines, spans = await _scan(text)
         if not spans:
             return []
         checks = await self.check(uri, [s.citation for s in spans])
+        bad = ((s, chk.problem) for s, chk in zip(spans, checks, strict=True) if chk.problem)
         return await asyncio.to_thread(
             lambda: [
-                convert.citation_diagnostic(lines, s, chk.problem, self.codec)
-                for s, chk in zip(spans, checks, strict=True)
-                if chk.problem
+                convert.citation_diagnostic(lines, s, problem, self.codec)
+                for s, problem in itertools.islice(bad, MAX_DIAGNOSTICS)
             ]
         )
 
