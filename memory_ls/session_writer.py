@@ -10,13 +10,14 @@ come from (a file, stdin, an agent hook's payload) is ``session_hooks.py``'s bus
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -250,17 +251,15 @@ def write_new(folder: Path, stem: str, text: str) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.chmod(tmp, 0o644)  # mkstemp's 0600 is not a note's mode
-        n = 1
-        while True:
-            path = folder / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
+        for path in _names(folder, stem):
             try:
                 os.link(tmp, path)
             except FileExistsError:
-                n += 1
                 continue
             except OSError:  # no hard links here (some network or FAT file systems)
                 return _write_exclusive(folder, stem, text)
             return path
+        raise AssertionError("unreachable: _names never ends")
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -268,13 +267,10 @@ def write_new(folder: Path, stem: str, text: str) -> Path:
 def _write_exclusive(folder: Path, stem: str, text: str) -> Path:
     """``write_new`` where hard links fail: O_EXCL picks the name; a full disk leaves no half
     note behind (a killed process may)."""
-    n = 1
-    while True:
-        path = folder / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
+    for path in _names(folder, stem):
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
-            n += 1
             continue
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -283,6 +279,14 @@ def _write_exclusive(folder: Path, stem: str, text: str) -> Path:
             path.unlink(missing_ok=True)
             raise
         return path
+    raise AssertionError("unreachable: _names never ends")
+
+
+def _names(folder: Path, stem: str) -> Iterator[Path]:
+    """``stem.md``, then ``stem-2.md``, ``stem-3.md``...: the names a new note may take."""
+    yield folder / f"{stem}.md"
+    for n in itertools.count(2):
+        yield folder / f"{stem}-{n}.md"
 
 
 def write_note(

@@ -130,14 +130,10 @@ class Tensor:
     offset: int  # from the start of the data section
 
 
-def tensor_names(path: Path) -> list[str]:
-    """The names of the file's tensors, in the file's order."""
-    return [t.name for t in _tensors(path)[0]]
-
-
-def check_complete(path: Path) -> None:
-    """``GgufError`` unless the file holds every byte its tensors need (a download or copy
-    cut short parses, then fails in llama.cpp with a message that does not say so)."""
+def check_complete(path: Path) -> list[str]:
+    """The names of the file's tensors, in the file's order; ``GgufError`` unless the file
+    holds every byte they need (a download or copy cut short parses, then fails in llama.cpp
+    with a message that does not say so)."""
     import gguf  # its table of block sizes; only on this path (40 ms to import)
 
     tensors, data_start = _tensors(path)
@@ -146,10 +142,11 @@ def check_complete(path: Path) -> None:
         try:
             block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(t.ggml_type)]
         except (ValueError, KeyError):
-            return  # a type newer than the gguf package: llama.cpp will judge
+            break  # a type newer than the gguf package: llama.cpp will judge
         end = max(end, data_start + t.offset + math.prod(t.shape) // block * size)
     if end > path.stat().st_size:
         raise GgufError(f"the file is truncated: its tensors need {end} bytes")
+    return [t.name for t in tensors]
 
 
 def _tensors(path: Path) -> tuple[list[Tensor], int]:

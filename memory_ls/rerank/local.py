@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..embeddings.gguf_meta import GgufError, check_complete, metadata, tensor_names
+from ..embeddings.gguf_meta import GgufError, check_complete, metadata
 from ..embeddings.models import GGUF_MAGIC, read_magic
 from ..embeddings.remote import ProviderStats
 from ..embeddings.threads import default_threads
@@ -51,8 +51,7 @@ def check_reranker_file(path: Path) -> str:
     if magic != GGUF_MAGIC:
         raise RerankUnavailable(f"local rerank: {path} is not a GGUF file")
     try:
-        check_complete(path)
-        names = set(tensor_names(path))
+        names = set(check_complete(path))
         arch = str(metadata(path, ["general.architecture"]).get("general.architecture", "unknown"))
     except (GgufError, OSError) as exc:
         raise RerankUnavailable(
