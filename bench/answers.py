@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory_ls.search.rerank import WEAK_BELOW
+from memory_ls.search.fusion import WEAK_BELOW
 
 # Topics none of the shared sets is about (personal chats, science abstracts, Wikipedia
 # paragraphs): some share a word with a corpus, which is the point.

@@ -424,18 +424,18 @@ def build_settings(args: argparse.Namespace) -> Settings:
 
         calibrate.MIDPOINT, calibrate.SLOPE = (float(x) for x in args.calibration.split(","))
     if args.scoring == "no-coverage":
-        from memory_ls.search import hybrid
+        from memory_ls.search import score
 
-        hybrid.coverage = lambda *_: 1.0  # type: ignore[assignment]
+        score.coverage = lambda *_: 1.0  # type: ignore[assignment]
     if args.scoring == "legacy":
-        from memory_ls.search import hybrid, rerank
+        from memory_ls.search import fusion, score, select
 
         # Bench-only: the scores as they were before calibration (raw cosine, BM25 relative
         # to the best match alone, no keyword floor, minScore cutting every result).
         s.query.calibrate = "off"
-        rerank.KEYWORD_ALONE = hybrid.KEYWORD_ALONE = 0.0
-        hybrid.coverage = lambda *_: 1.0  # type: ignore[assignment]
-        hybrid.TAIL = 1.0
+        fusion.KEYWORD_ALONE = score.KEYWORD_ALONE = 0.0
+        score.coverage = lambda *_: 1.0  # type: ignore[assignment]
+        select.TAIL = 1.0
     if args.model:
         s.local.model_path = str(resolve_model(args.model))
         s.provider = "local"
@@ -446,11 +446,11 @@ def build_settings(args: argparse.Namespace) -> Settings:
 def resolve_model(arg: str) -> Path:
     """``--model``: a GGUF path, or a known model's name (``memory-ls model list``): the pulled
     file in the user cache, else the newest one the tests built under <repo>/.cache/models/."""
-    from memory_ls.embeddings import models
+    from memory_ls.models import registry
 
-    if arg not in models.MODELS or Path(arg).exists():
+    if arg not in registry.MODELS or Path(arg).exists():
         return Path(arg).expanduser().resolve()
-    pulled = models.model_path(arg)
+    pulled = registry.model_path(arg)
     built = sorted(
         (REPO / ".cache" / "models").glob(f"{arg}*.gguf"), key=lambda p: p.stat().st_mtime
     )

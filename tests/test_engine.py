@@ -10,7 +10,7 @@ from conftest import write
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.index.store import Store
-from memory_ls.search.rerank import bm25_score
+from memory_ls.search.fusion import bm25_score
 from memory_ls.settings import Settings
 from memory_ls.workspace import PathError
 

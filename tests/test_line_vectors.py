@@ -317,8 +317,8 @@ def test_lines_read_before_an_edit_are_not_stored_for_the_new_text(tmp_path: Pat
 def test_reciprocal_rank_fusion_sees_the_re_scored_vector_ranks(tmp_path: Path):
     from memory_ls.index.line_vectors import ChunkLines
     from memory_ls.index.store import Store
-    from memory_ls.search.hybrid import by_lines
-    from memory_ls.search.rerank import Candidate
+    from memory_ls.search.fusion import Candidate
+    from memory_ls.search.score import by_lines
     from memory_ls.settings.query import LineSettings
 
     store = Store(tmp_path / "s.sqlite")

@@ -74,7 +74,7 @@ async def test_search_then_get_over_stdio(mcp_ws: Path, tmp_path: Path):
         assert "FIRST" in tools["memory_search"].description
         assert "SECOND" in tools["memory_get"].description
         assert tools["memory_search"].input_schema["required"] == ["query"]
-        assert {"query", "maxResults", "minScore", "sources", "pathPrefix"} == set(
+        assert {"query", "maxResults", "minScore", "sources", "pathPrefix", "explain"} == set(
             tools["memory_search"].input_schema["properties"]
         )
         assert {"path", "citation", "from", "lines"} == set(

@@ -15,7 +15,7 @@ from memory_ls.engine import MemoryEngine, unsaved
 from memory_ls.engine.unsaved import keep_recent, merge
 from memory_ls.index.line_vectors import ChunkLines
 from memory_ls.index.term_counts import bm25, count_terms, parse_match
-from memory_ls.search.hybrid import Outcome
+from memory_ls.search.context import Outcome
 from memory_ls.search.query import match_expression, query_terms
 from memory_ls.search.results import SearchHit
 from memory_ls.settings import Settings

@@ -42,7 +42,7 @@ def test_vector_side_beside_the_keyword_side_gives_the_same_answers(
 ):
     """On a large matrix the vector side runs on a worker thread while FTS5 runs: the answers
     must be exactly those of the sequential search (here forced on a small index)."""
-    from memory_ls.search import hybrid
+    from memory_ls.search import retrieve
 
     queries = ["how do we throttle clients", "deploy to production", "postgres", "tabs or spaces"]
     with model_engine(ws, tmp_path / "i.sqlite", model_path) as e:
@@ -55,8 +55,8 @@ def test_vector_side_beside_the_keyword_side_gives_the_same_answers(
             ]
 
         sequential = answers()
-        monkeypatch.setattr(hybrid, "PARALLEL_FROM", 0)
-        beside = spy_submit(monkeypatch, hybrid._SIDES)
+        monkeypatch.setattr(retrieve, "PARALLEL_FROM", 0)
+        beside = spy_submit(monkeypatch, retrieve._SIDES)
         assert answers() == sequential
         assert len(beside) == len(queries)  # every hybrid query took the parallel path
         assert any(hits for hits in sequential)

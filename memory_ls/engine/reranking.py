@@ -22,7 +22,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..rerank import Reranker, RerankError, create_reranker
-from ..search.hybrid import TAIL, Outcome, snippet
+from ..search.context import Outcome
+from ..search.present import snippet
+from ..search.select import TAIL
 from ..settings import Settings
 from .providers import AUTO
 
@@ -109,18 +111,39 @@ def apply_scores(
     """The hits of ``out`` (full text in ``snippet``) reordered and scored by ``scores``, cut
     by minScore and maxResults, their snippets shortened to ``snippet_chars``."""
     # Ties keep the fused order.
-    ranked = sorted(zip(scores, out.hits, strict=True), key=lambda sh: -sh[0])
-    if not ranked or ranked[0][0] < threshold:  # no answer: nothing reaches minScore
-        return Outcome([], out.mode, len(ranked), ranked[0][0] if ranked else None)
-    keep = [(s, h) for s, h in ranked if s >= threshold * TAIL]
-    dropped = [s for s, _ in ranked if s < threshold * TAIL]
+    ranked = sorted(enumerate(zip(scores, out.hits, strict=True)), key=lambda ish: -ish[1][0])
+    if not ranked or ranked[0][1][0] < threshold:  # no answer: nothing reaches minScore
+        best = ranked[0][1][0] if ranked else None
+        return Outcome([], out.mode, len(ranked), best, explain=out.explain)
+    keep = [(i, s, h) for i, (s, h) in ranked if s >= threshold * TAIL]
+    dropped = [s for _, (s, _) in ranked if s < threshold * TAIL]
     hits = [
         dataclasses.replace(
-            h, score=s, fused_score=h.score, snippet=snippet(h.snippet, snippet_chars)
+            h,
+            score=s,
+            fused_score=h.score,
+            snippet=snippet(h.snippet, snippet_chars),
+            explain=_reranked(h.explain, s, h.score, i + 1, rank),
         )
-        for s, h in keep[:limit]
+        for rank, (i, s, h) in enumerate(keep[:limit], start=1)
     ]
-    return Outcome(hits, out.mode, len(dropped), max(dropped) if dropped else None)
+    best_dropped = max(dropped) if dropped else None
+    return Outcome(hits, out.mode, len(dropped), best_dropped, explain=out.explain)
+
+
+def _reranked(
+    trace: dict[str, Any] | None, score: float, fused: float, fused_rank: int, rank: int
+) -> dict[str, Any] | None:
+    """A hit's ``--explain`` trace with the reranker's part: its score replaced the fused one."""
+    if trace is None:
+        return None
+    rerank = {"score": round(score, 6), "fusedScore": round(fused, 6), "fusedRank": fused_rank}
+    return {
+        **trace,
+        "rerank": rerank,
+        "score": round(score, 6),
+        "rank": {**trace["rank"], "final": rank},
+    }
 
 
 def _short(text: str) -> str:

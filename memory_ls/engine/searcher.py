@@ -20,9 +20,8 @@ import numpy as np
 from ..index.backend import IndexBackend
 from ..index.schema import DatabaseError
 from ..rerank import MAX_DOCUMENT_CHARS
-from ..search.hybrid import Outcome, Scale
-from ..search.hybrid import run as run_search
-from ..search.query import parse_filters
+from ..search.context import Inputs, Outcome, Scale
+from ..search.pipeline import run as run_search
 from ..search.request import SearchRequest
 from ..search.results import SearchResponse
 from ..search.vector import SqliteVecIndex, VectorIndex
@@ -78,6 +77,9 @@ class Searcher:
             provider={"id": provider.id, "model": provider.model} if provider else None,
             fallback_reason=why or fallback,
             took_ms=(time.perf_counter() - t0) * 1000,
+            explain=[{"folder": str(self.indexer.workspace.root), **out.explain}]
+            if out.explain
+            else None,
         )
 
     def _reranked(
@@ -101,8 +103,7 @@ class Searcher:
         if not out.hits:
             return out, why
         # The words alone, as they were embedded: a cross-encoder reads "-redis" as Redis.
-        words, _ = parse_filters(req.query)
-        scores, failed = rr.scores(words, [h.snippet for h in out.hits])
+        scores, failed = rr.scores(req.parsed.words, [h.snippet for h in out.hits])
         if scores is None:  # the fused order, exactly as without a reranker
             out, why = self._fused(req, qs, set())
             return out, "; ".join(r for r in (why, failed) if r)
@@ -182,7 +183,7 @@ class Searcher:
         provider = self.policy.current
         # The words alone: filters (``file:``, ``after:``, ``-excluded``) are no meaning, and
         # an excluded word embedded with them pulled the vector towards what it excludes.
-        words, _ = parse_filters(req.query)
+        words = req.parsed.words
         if not use or provider is None or req.mode == "keyword" or not words.strip():
             return None, None
         if rebuilding:
@@ -206,5 +207,6 @@ class Searcher:
     ) -> Outcome:
         """``exclude``: unsaved files, searched beside: ``merge`` gates both lists as one."""
         today = datetime.now(UTC).date()
-        gate = not exclude
-        return run_search(store, vectors, qvec, req, qs, today, reference, scale, exclude, gate)
+        return run_search(
+            Inputs(store, vectors, qvec, req, qs, today, reference, scale, exclude, not exclude)
+        )

@@ -3,7 +3,7 @@
 Unsaved text never leaves its machine, so the team index cannot find it; the folder's local
 index holds it (every buffer is indexed as you type). When a search has unsaved files, the team
 index is asked for a wider list (``widened``), the same search runs over those files' chunks in
-the local index, scored on the team search's scale (``hybrid.Scale``: its best keyword match,
+the local index, scored on the team search's scale (``context.Scale``: its best keyword match,
 the words' frequencies, its vector background and calibration, as if these chunks had been
 among its candidates; their BM25 is computed against the team's statistics,
 ``index/term_counts.py``), and the lists are merged and cut: the team's hits on those files
@@ -38,11 +38,12 @@ from ..index.rows import ChunkRow, FileInfo, from_blob, to_blob
 from ..index.store import Store
 from ..index.term_counts import bm25, frequencies, parse_match, tokenize
 from ..search.calibrate import lift
-from ..search.hybrid import TAIL, Outcome, Scale
-from ..search.hybrid import run as run_search
+from ..search.context import Inputs, Outcome, Scale
+from ..search.fusion import balance_sources
+from ..search.pipeline import run as run_search
 from ..search.request import SearchRequest
-from ..search.rerank import balance_sources
 from ..search.results import SearchHit
+from ..search.select import TAIL
 from ..search.vector import VectorIndex
 from ..settings import QuerySettings
 from ..text import fts_text
@@ -178,7 +179,7 @@ class UnsavedText:
                 today = datetime.now(UTC).date()
                 # Not gated here: merge gates the two lists as one.
                 return run_search(
-                    source, vectors, qvec, req, qs, today, reference, team, gate=False
+                    Inputs(source, vectors, qvec, req, qs, today, reference, team, gate=False)
                 )
         except Exception:  # the team has answered: this part must never turn that into a failure
             log.exception("searching unsaved text failed; the team index's answer stands")

@@ -71,6 +71,12 @@ SEARCH_TOOL = _tool(
             "type": "string",
             "description": "Only files whose workspace-relative path starts with this.",
         },
+        "explain": {
+            "type": "boolean",
+            "description": "Also say why each result ranks where it does (keyword and vector "
+            "scores, fusion, decay, reranking) and how the query was parsed. For debugging "
+            "search quality; leave it out otherwise.",
+        },
     },
     ["query"],
 )

@@ -39,7 +39,11 @@ class Highlight:
 def term_groups(query: str) -> list[list[Term]]:
     """The terms the search matches for ``query``, grouped by the word they come from (a CJK
     word gives its grams). Filters (``file:``, ``after:``, ``-excluded``) are not terms."""
-    words, _ = parse_filters(query)
+    return word_groups(parse_filters(query)[0])
+
+
+def word_groups(words: str) -> list[list[Term]]:
+    """``term_groups`` of a query's words (its text without the filters)."""
     searched = set(query_terms(words))  # deduplicated and capped as the search does
     groups = [[t for t in query_terms(w) if t in searched] for w in keywords(words)]
     return [g for g in groups if g]
@@ -127,7 +131,15 @@ def highlight(
     that only names the topic, then the line closest to the query by meaning (``closest``:
     per chunk, line index -> cosine of its line vector), then the earlier line. A chunk
     matching no term (a vector-only hit) points at its closest line, else its first."""
-    groups = term_groups(query)
+    return highlight_groups(term_groups(query), chunks, closest)
+
+
+def highlight_groups(
+    groups: list[list[Term]],
+    chunks: Sequence[tuple[str, Sequence[int]]],
+    closest: Sequence[Mapping[int, float]] | None = None,
+) -> list[Highlight]:
+    """``highlight`` for the term groups of a query already parsed (``word_groups``)."""
     terms = list(dict.fromkeys(t for g in groups for t in g))
     split = [text.split("\n") for text, _ in chunks]
     flat = [line for lines in split for line in lines]
@@ -199,16 +211,17 @@ def _place(lines: list[str], start: int, end: int, line_map: Sequence[int]) -> l
 
 
 def highlight_rows(
-    query: str,
+    words: str,
     rows: Sequence[ChunkRow],
     store: SearchSource,
     closest: Sequence[Mapping[int, float]] | None = None,
 ) -> list[Highlight]:
-    """``highlight`` for chunks of the index, numbered with their files' line maps."""
+    """``highlight`` for chunks of the index, numbered with their files' line maps; ``words``:
+    the query's words (its filters taken out)."""
     infos = store.file_infos(r.path for r in rows) if rows else {}
     maps = {path: info[2] for path, info in infos.items()}
-    return highlight(
-        query,
+    return highlight_groups(
+        word_groups(words),
         [(r.text, line_numbers(r.text, r.start_line, r.end_line, maps.get(r.path))) for r in rows],
         closest,
     )

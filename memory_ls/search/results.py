@@ -30,25 +30,23 @@ def line_range(start_line: int, end_line: int) -> dict[str, Any]:
 
 
 def response_json(
-    hits: Iterable[tuple[Path, SearchHit]],
-    mode: str,
-    provider: dict[str, str] | None,
-    took_ms: float,
-    fallback_reason: str | None = None,
-    below_min_score: dict[str, Any] | None = None,
+    hits: Iterable[tuple[Path, SearchHit]], summary: SearchResponse
 ) -> dict[str, Any]:
     """A search result (``memory/search``, ``memory_search``, ``memory-ls search --json``) from
-    ranked hits, each with the workspace folder it was found in."""
+    ranked hits, each with the workspace folder it was found in; the rest from ``summary``
+    (its own ``results`` are not read: the hits of several folders come ranked together)."""
     out: dict[str, Any] = {
         "results": [hit.to_json(root) for root, hit in hits],
-        "mode": mode,
-        "provider": provider,
-        "tookMs": round(took_ms, 2),
+        "mode": summary.mode,
+        "provider": summary.provider,
+        "tookMs": round(summary.took_ms, 2),
     }
-    if fallback_reason:
-        out["fallbackReason"] = fallback_reason
-    if below_min_score:  # nothing passed: how many fell short, and the best of them
-        out["belowMinScore"] = below_min_score
+    if summary.fallback_reason:
+        out["fallbackReason"] = summary.fallback_reason
+    if not out["results"] and (below := summary.why_empty()):
+        out["belowMinScore"] = below  # nothing passed: how many fell short, and the best
+    if summary.explain is not None:
+        out["explain"] = summary.explain
     return out
 
 
@@ -68,6 +66,7 @@ class SearchHit:
     fused_score: float | None = None  # with a reranker: the fused score ``score`` replaced
     file: Path | None = None  # a transcript under sessions.roots: its file, outside ``root``
     remote: bool = False  # the file is not on this machine, only in the team index
+    explain: dict[str, Any] | None = None  # each stage's part in the score, when asked
 
     def uri(self, root: Path) -> str:
         return file_uri(root, self.path, self.file, self.remote)
@@ -94,6 +93,8 @@ class SearchHit:
             out["fusedScore"] = round(self.fused_score, 6)
         if self.remote:
             out["remote"] = True
+        if self.explain is not None:
+            out["explain"] = self.explain
         return out
 
 
@@ -107,6 +108,8 @@ class SearchResponse:
     warnings: list[str] = field(default_factory=list)
     below_min_score: int = 0  # candidates that matched but scored under minScore
     best_below: float | None = None
+    # with ``explain``: each searched folder's plan and stages (``search/present.py``)
+    explain: list[dict[str, Any]] | None = None
 
     def why_empty(self) -> dict[str, Any] | None:
         """When nothing passed minScore: how many candidates fell short and the best score."""
@@ -115,14 +118,7 @@ class SearchResponse:
         return {"count": self.below_min_score, "bestScore": round(self.best_below, 6)}
 
     def to_json(self, root: Path) -> dict[str, Any]:
-        return response_json(
-            ((root, h) for h in self.results),
-            self.mode,
-            self.provider,
-            self.took_ms,
-            self.fallback_reason,
-            self.why_empty(),
-        )
+        return response_json(((root, h) for h in self.results), self)
 
 
 @dataclass

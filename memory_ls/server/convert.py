@@ -53,19 +53,20 @@ def merge_search(
     """One ``memory/search`` result from the answers of several workspace folders."""
     modes = {resp.mode for _, resp in answers}
     mode = modes.pop() if len(modes) == 1 else ("hybrid" if "hybrid" in modes else "keyword")
-    provider = next((resp.provider for _, resp in answers if resp.provider), None)
     reasons = list(dict.fromkeys(r.fallback_reason for _, r in answers if r.fallback_reason))
-    ranked = rank_hits(answers)[:max_results]
-    below = [b for _, r in answers if (b := r.why_empty())]
-    why_empty = None
-    if not ranked and below:  # every folder came back empty: how many fell short, the best
-        why_empty = {
-            "count": sum(b["count"] for b in below),
-            "bestScore": max(b["bestScore"] for b in below),
-        }
-    return response_json(
-        ranked, mode or "keyword", provider, took_ms, "; ".join(reasons) or None, why_empty
+    below = [r for _, r in answers if r.why_empty()]  # every folder empty: the sum, the best
+    explained = [e for _, r in answers for e in r.explain or ()]
+    summary = SearchResponse(
+        results=[],
+        mode=mode or "keyword",
+        provider=next((resp.provider for _, resp in answers if resp.provider), None),
+        fallback_reason="; ".join(reasons) or None,
+        took_ms=took_ms,
+        below_min_score=sum(r.below_min_score for r in below),
+        best_below=max((r.best_below or 0.0 for r in below), default=None),
+        explain=explained if any(r.explain is not None for _, r in answers) else None,
     )
+    return response_json(rank_hits(answers)[:max_results], summary)
 
 
 # -- workspace/symbol ------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Scores after retrieval: BM25 normalisation, fusion, temporal decay, MMR, source balance."""
+"""The formulas the pipeline scores with: BM25 normalisation, keyword coverage, weighted and
+reciprocal-rank fusion, temporal decay, MMR and source balance (each a plain function)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
@@ -34,6 +36,12 @@ class Candidate:
     vector_rank: int | None = None
     text_rank: int | None = None
     score: float = 0.0
+    trace: dict[str, Any] | None = None  # each stage's figures, kept when a search explains
+
+    def note(self, **figures: Any) -> None:
+        """Keep figures for ``--explain`` (nothing when the search does not explain)."""
+        if self.trace is not None:
+            self.trace.update(figures)
 
 
 # What the query's best keyword match scores at least, whatever its vector says: it always

@@ -1,0 +1,129 @@
+"""The values the search pipeline passes along (``pipeline.py``): what a search is given
+(``Inputs``), what the plan stage decides (``Plan``), the one working value every stage reads
+and fills (``Context``), and what a search answers (``Outcome``, with the ``Scale`` its scores
+were measured on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import numpy as np
+
+from ..index.backend import SearchSource
+from ..index.chunk_reads import Scope
+from ..index.rows import ChunkRow
+from ..settings import QuerySettings
+from .calibrate import Background, Policy
+from .fusion import Candidate
+from .request import SearchRequest, Term
+from .results import SearchHit
+from .vector import SqliteVecIndex, VectorIndex
+
+Vectors = VectorIndex | SqliteVecIndex
+
+
+@dataclass(frozen=True)
+class Scale:
+    """What one search's scores were measured against, so that candidates from another
+    source (an editor's unsaved text beside the team index) are scored as they would have
+    been among its own: the best keyword match (BM25 rank, lower is better; 0.0: none) and how
+    much of the query it holds, the vector side's background, the best fused score before and
+    after calibration (the "lift" policy's factor is their ratio) and the words' frequencies."""
+
+    best_bm25: float = 0.0
+    cover: float = 0.0
+    background: Background | None = None
+    best_raw: float = 0.0
+    best_calibrated: float = 0.0
+    # the query words' document frequencies and the chunk count they were counted among
+    words: tuple[str, ...] = ()
+    df: tuple[int, ...] = ()
+    total: int = 0
+    lines: bool = True  # whether vector scores were re-scored by line vectors
+    avgdl: float = 1.0  # the index's average chunk length in tokens (set by its owner)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """One search as the pipeline is given it. ``reference``: the model's vectors of the
+    calibration passages (calibrate.py), so even a tiny corpus gives each query a background
+    to stand out from. ``scale``: another search's (``Outcome.scale``) to score these
+    candidates on. ``exclude``: files whose chunks are left out (their text is searched
+    elsewhere). ``gate=False``: the results stand even when the best is under minScore (the
+    caller gates several lists as one)."""
+
+    store: SearchSource
+    vectors: Vectors | None
+    qvec: np.ndarray | None
+    req: SearchRequest  # resolved
+    qs: QuerySettings
+    today: date
+    reference: np.ndarray | None = None
+    scale: Scale | None = None
+    exclude: frozenset[str] = frozenset()
+    gate: bool = True
+
+
+@dataclass(frozen=True)
+class KeywordPlan:
+    """The keyword side's query: every term (coverage counts them all), their document
+    frequencies among ``total`` chunks, the FTS5 expression of the terms searched, their
+    postings, and the terms the postings budget left out (the backend may score them back)."""
+
+    terms: tuple[Term, ...] = ()
+    df: tuple[int, ...] = ()
+    total: int = 0
+    expr: str | None = None
+    postings: int = 0
+    left_out: str = ""
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        return tuple(w for w, _ in self.terms)
+
+
+@dataclass(frozen=True)
+class Plan:
+    mode: str  # "hybrid" | "keyword" | "vector"
+    vector_side: bool  # a query vector to search with, and words it was made of
+    pool: int  # candidates taken from each side
+    keywords: KeywordPlan
+    scope: Scope | None  # what the index can tell of the filters; None: no filter
+
+
+@dataclass
+class Context:
+    """The one value the stages pass along: the inputs and plan, then what each stage finds."""
+
+    inputs: Inputs
+    plan: Plan
+    cands: dict[int, Candidate] = field(default_factory=dict)  # retrieve: by chunk id
+    bm25: dict[int, float] = field(default_factory=dict)  # retrieve: FTS5 rank by chunk id
+    corpus: Any = None  # retrieve: the vector side's view of the corpus (calibration)
+    kept: list[tuple[Candidate, ChunkRow]] = field(default_factory=list)  # past the filters
+    background: Background | None = None  # score: what the query's cosines stand out from
+    policy: Policy = "off"
+    closest: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    measured: Scale = field(default_factory=Scale)  # score: this search's scale
+    lift: float = 1.0
+    scored: list[tuple[Candidate, ChunkRow]] = field(default_factory=list)  # select
+    picked: list[tuple[Candidate, ChunkRow]] = field(default_factory=list)
+    below: int = 0  # candidates under minScore's tail
+    best_below: float = 0.0
+
+    @property
+    def explain(self) -> bool:
+        return self.inputs.req.explain
+
+
+@dataclass(frozen=True)
+class Outcome:
+    hits: list[SearchHit]
+    mode: str  # "hybrid" | "keyword" | "vector"
+    below_min_score: int = 0  # candidates that matched but scored under minScore
+    best_below: float | None = None  # the best of those
+    scale: Scale = Scale()
+    explain: dict[str, Any] | None = None  # the search's plan and stages, when asked
