@@ -241,3 +241,21 @@ async def test_memory_get_names_the_citation_an_agent_got_wrong(tmp_path: Path):
         assert missing.is_error and missing.content[0].text.startswith("citation: ")
         outside = await session.call_tool("memory_get", {"path": "../x.md"})
         assert outside.is_error and outside.content[0].text.startswith("path: ")
+
+
+def test_search_explain_in_text_and_json(ws: Path, tmp_path: Path):
+    write(ws, ".memory-ls.toml", 'provider = "none"\n')
+    index = tmp_path / "i.sqlite"
+    text = cli(ws, index, "search", "token bucket Redis", "--explain")
+    assert text.returncode == 0, text.stderr
+    assert "plan -> retrieve -> score -> select -> present" in text.stdout
+    assert "why: keyword #1 bm25" in text.stdout and "rank 1 (by score 1)" in text.stdout
+    got = cli(ws, index, "search", "token bucket Redis", "--explain", "--json")
+    assert got.returncode == 0, got.stderr
+    out = json.loads(got.stdout)
+    assert out["explain"][0]["counts"]["picked"] == len(out["results"]) > 0
+    assert all(h["explain"]["score"] == h["score"] for h in out["results"])
+    plain = json.loads(cli(ws, index, "search", "token bucket Redis", "--json").stdout)
+    assert "explain" not in plain and [h["score"] for h in plain["results"]] == [
+        h["score"] for h in out["results"]
+    ]

@@ -98,6 +98,15 @@ async def test_search_then_get_over_stdio(mcp_ws: Path, tmp_path: Path):
         assert set(direct) - {"fallbackReason"} <= set(found)
         assert set(direct["results"][0]) == set(hit)
 
+        why = payload(
+            await session.call_tool(
+                "memory_search", {"query": "token bucket Redis", "explain": True}
+            )
+        )
+        assert why["explain"][0]["plan"]["mode"] == "keyword"
+        assert [h["citation"] for h in why["results"]] == [h["citation"] for h in found["results"]]
+        assert why["results"][0]["explain"]["keyword"]["rank"] == 1
+
         got = payload(await session.call_tool("memory_get", {"citation": hit["citation"]}))
         assert got["path"] == hit["path"] and got["from"] == hit["startLine"]
         assert "token bucket" in got["text"]

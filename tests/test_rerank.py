@@ -340,6 +340,13 @@ def test_reranking_reorders_real_hits(notes, tmp_path, stub):
         assert paths(filtered) == paths(resp) and stub.last().body["query"] == "deploy notes"
         js = resp.to_json(e.root)["results"][0]
         assert js["score"] == pytest.approx(2 / 3, abs=1e-6) and "fusedScore" in js
+        # --explain says what the reranker did to each hit: c was third by fused score
+        why = e.search("deploy notes", min_score=0, explain=True)
+        assert paths(why) == paths(resp)
+        top = why.results[0].explain
+        assert top is not None and top["rerank"]["fusedRank"] == 3
+        assert top["rerank"]["score"] == pytest.approx(2 / 3, abs=1e-6)
+        assert top["rank"]["final"] == 1 and top["keyword"]["rank"] == 3
 
 
 def test_min_score_and_max_results_apply_after_reranking(notes, tmp_path, stub):

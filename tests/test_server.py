@@ -314,6 +314,23 @@ async def test_search_get_status(start: Start, tmp_path: Path) -> None:
     assert st["watch"] == "client"
 
 
+async def test_search_explains_each_hit_over_lsp(start: Start, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    plain = await search(client, "PostgreSQL ledger")
+    assert "explain" not in plain and all("explain" not in h for h in plain["results"])
+    res = await search(client, "PostgreSQL ledger file:memory/", explain=True)
+    assert [h["path"] for h in res["results"]] == [h["path"] for h in plain["results"]]
+    (folder,) = res["explain"]
+    assert folder["folder"] == str(ws.resolve()) and folder["stages"][0] == "plan"
+    assert folder["query"]["words"] == "PostgreSQL ledger"
+    assert folder["query"]["filters"] == {"pathPrefix": "memory/"}
+    top = res["results"][0]["explain"]
+    assert top["keyword"]["rank"] == 1 and top["keyword"]["relative"] == 1.0
+    assert top["score"] == res["results"][0]["score"] and top["rank"]["final"] == 1
+    await expect_invalid(client, "memory/search", {"query": "x", "explain": "yes"}, "explain")
+
+
 async def expect_invalid(client: LanguageClient, method: str, params: Any, field: str) -> str:
     with pytest.raises(JsonRpcException) as exc_info:
         await request(client, method, params)

@@ -138,7 +138,10 @@ def search_trace(ctx: Context) -> dict[str, Any]:
 
 def _query_trace(ctx: Context) -> dict[str, Any]:
     req = ctx.inputs.req
-    filters = {k: v for k, v in vars(req.parsed.filters).items() if v}
+    f = req.parsed.filters
+    given = {"pathPrefix": f.path_prefix, "after": f.after, "before": f.before}
+    given |= {"sources": f.sources, "required": f.required, "excluded": f.excluded}
+    filters = {k: v for k, v in given.items() if v}
     if req.path_prefix:
         filters["requestPathPrefix"] = req.path_prefix
     if req.sources:
