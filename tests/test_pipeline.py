@@ -45,7 +45,7 @@ def engine(tmp_path: Path) -> Iterator[MemoryEngine]:
 def inputs(e: MemoryEngine, store: object, query: str, **fields: object) -> Inputs:
     qs = e.settings.query
     req = SearchRequest(query=query, **fields).resolved(qs)  # type: ignore[arg-type]
-    return Inputs(store, None, None, req, qs, date(2026, 12, 5))  # type: ignore[arg-type]
+    return Inputs(store, None, None, req, qs, today=date(2026, 12, 5))  # type: ignore[arg-type]
 
 
 def test_plan_parses_once_and_orders_the_rarest_term_first(engine: MemoryEngine):

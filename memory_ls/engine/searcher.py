@@ -12,12 +12,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..index.backend import IndexBackend
 from ..index.schema import DatabaseError
 from ..rerank import MAX_DOCUMENT_CHARS
 from ..search.context import Inputs, Outcome, Scale
@@ -132,7 +130,7 @@ class Searcher:
                 qvec, why = None, "the vectors are still loading; keyword results meanwhile"
             calibrate = qvec is not None and qs.calibrate != "off"
             reference = self.indexer.reference_vectors() if calibrate else None
-            out = self._run(store, vectors, qvec, req, qs, reference)
+            out = run_search(Inputs(store, vectors, qvec, req, qs, reference))
         if self.primary is not None:
             why = "; ".join(r for r in (self.primary.fallback_reason(), why) if r)
         return out, why
@@ -157,20 +155,24 @@ class Searcher:
         # unsaved files (their words are in the team's counts, to be taken out).
         avgdl: list[float] = []
         saved: list[str] = []
+        asked: list[Inputs] = []  # the team search's inputs, for the unsaved text's
 
         def answer(store: PgStore, scale: Scale | None = None) -> Outcome:
             if unsaved and not avgdl:
                 avgdl.append(store.keyword_totals()[1])
                 saved.extend(store.chunk_texts(unsaved))
+            # ``exclude``: the unsaved files, searched beside: ``merge`` gates both lists as one.
             vectors = SqliteVecIndex(store)
-            return self._run(store, vectors, qvec, req, qs, reference, scale, unsaved)
+            ask = Inputs(store, vectors, qvec, req, qs, reference, scale, unsaved, gate=not unsaved)
+            asked.append(ask)
+            return run_search(ask)
 
         out = primary.read(answer)
         if out is None:
             return None
         if self.unsaved is not None and unsaved:
             team = dataclasses.replace(out.scale, avgdl=avgdl[0] if avgdl else 1.0)
-            mine = self.unsaved.search(team, saved, unsaved, qvec, req, qs, reference)
+            mine = self.unsaved.search(dataclasses.replace(asked[0], scale=team), saved, unsaved)
             if moved(out.scale, mine.scale):  # the team's hits scored again against them
                 again = primary.read(lambda store: answer(store, mine.scale), cooldown=False)
                 out = again or out
@@ -193,20 +195,3 @@ class Searcher:
                 "the index is waiting for a rebuild for the new model; keyword results only",
             )
         return self.policy.query_vector(words)
-
-    def _run(
-        self,
-        store: IndexBackend,
-        vectors: VectorIndex | SqliteVecIndex,
-        qvec: np.ndarray | None,
-        req: SearchRequest,
-        qs: QuerySettings,
-        reference: np.ndarray | None,
-        scale: Scale | None = None,
-        exclude: frozenset[str] = frozenset(),
-    ) -> Outcome:
-        """``exclude``: unsaved files, searched beside: ``merge`` gates both lists as one."""
-        today = datetime.now(UTC).date()
-        return run_search(
-            Inputs(store, vectors, qvec, req, qs, today, reference, scale, exclude, not exclude)
-        )

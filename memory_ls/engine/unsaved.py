@@ -24,7 +24,6 @@ import logging
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,11 +40,9 @@ from ..search.calibrate import lift
 from ..search.context import Inputs, Outcome, Scale
 from ..search.fusion import balance_sources
 from ..search.pipeline import run as run_search
-from ..search.request import SearchRequest
 from ..search.results import SearchHit
 from ..search.select import TAIL
 from ..search.vector import VectorIndex
-from ..settings import QuerySettings
 from ..text import fts_text
 from .indexer import Indexer
 from .providers import readable
@@ -146,20 +143,13 @@ class UnsavedText:
     def paths(self) -> frozenset[str]:
         return frozenset(self.primary.unsaved) & frozenset(self.indexer.buffers)
 
-    def search(
-        self,
-        team: Scale,
-        saved: list[str],
-        paths: frozenset[str],
-        qvec: np.ndarray | None,
-        req: SearchRequest,
-        qs: QuerySettings,
-        reference: np.ndarray | None,
-    ) -> Outcome:
-        """The unsaved files' outcome scored on the ``team`` search's scale (``saved``: the
-        team's chunks of those files), its ``scale`` that of both together (moved when these
-        hold a better keyword match or stand out further). A failure is logged and leaves
-        the team's answer standing alone."""
+    def search(self, ask: Inputs, saved: list[str], paths: frozenset[str]) -> Outcome:
+        """The unsaved files' outcome scored on the team search's scale (``ask.scale``; ``ask``
+        is the team search's inputs, ``saved``: the team's chunks of those files), its
+        ``scale`` that of both together (moved when these hold a better keyword match or stand
+        out further). A failure is logged and leaves the team's answer standing alone."""
+        team = ask.scale
+        assert team is not None
         self._team_lines = team.lines
         model = self._model()
         try:
@@ -169,18 +159,18 @@ class UnsavedText:
                     return Outcome([], "keyword", scale=team)
                 vecs: dict[int, np.ndarray] = {}
                 lines: dict[int, ChunkLines] = {}
-                if qvec is not None and model is not None:
+                if ask.qvec is not None and model is not None:
                     vecs, lines = self._held(model, chunks)
                 texts = {cid: text for cid, (_, text) in chunks.items()}
                 source = UnsavedSource(store, texts, lines, team, saved, self._counted)
                 ids = np.array(list(vecs), dtype=np.int64)
                 mat = np.stack(list(vecs.values())) if vecs else np.zeros((0, 1), np.float32)
                 vectors = VectorIndex(lambda _large: (ids, mat))
-                today = datetime.now(UTC).date()
                 # Not gated here: merge gates the two lists as one.
-                return run_search(
-                    Inputs(source, vectors, qvec, req, qs, today, reference, team, gate=False)
+                mine = dataclasses.replace(
+                    ask, store=source, vectors=vectors, exclude=frozenset(), gate=False
                 )
+                return run_search(mine)
         except Exception:  # the team has answered: this part must never turn that into a failure
             log.exception("searching unsaved text failed; the team index's answer stands")
             return Outcome([], "keyword", scale=team)

@@ -7,7 +7,7 @@ were measured on).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 import numpy as np
@@ -60,11 +60,11 @@ class Inputs:
     qvec: np.ndarray | None
     req: SearchRequest  # resolved
     qs: QuerySettings
-    today: date
     reference: np.ndarray | None = None
     scale: Scale | None = None
     exclude: frozenset[str] = frozenset()
     gate: bool = True
+    today: date = field(default_factory=lambda: datetime.now(UTC).date())  # temporal decay's
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,7 @@ def search_trace(ctx: Context) -> dict[str, Any]:
 def _query_trace(ctx: Context) -> dict[str, Any]:
     req = ctx.inputs.req
     f = req.parsed.filters
-    given = {"pathPrefix": f.path_prefix, "after": f.after, "before": f.before}
+    given: dict[str, Any] = {"pathPrefix": f.path_prefix, "after": f.after, "before": f.before}
     given |= {"sources": f.sources, "required": f.required, "excluded": f.excluded}
     filters = {k: v for k, v in given.items() if v}
     if req.path_prefix:
