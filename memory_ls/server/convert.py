@@ -51,6 +51,7 @@ def merge_search(
     answers: Sequence[tuple[Path, SearchResponse]], max_results: int, took_ms: float
 ) -> dict[str, Any]:
     """One ``memory/search`` result from the answers of several workspace folders."""
+    ranked = rank_hits(answers)[:max_results]
     modes = {resp.mode for _, resp in answers}
     mode = modes.pop() if len(modes) == 1 else ("hybrid" if "hybrid" in modes else "keyword")
     reasons = list(dict.fromkeys(r.fallback_reason for _, r in answers if r.fallback_reason))
@@ -66,7 +67,7 @@ def merge_search(
         best_below=max((r.best_below or 0.0 for r in below), default=None),
         explain=explained if any(r.explain is not None for _, r in answers) else None,
     )
-    return response_json(rank_hits(answers)[:max_results], summary)
+    return response_json(ranked, summary)
 
 
 # -- workspace/symbol ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// The memory-ls protocol as seen by the client (see DESIGN.md, "Protocol").
+// The memory-ls protocol as seen by the client (docs/protocol.md).
 // Pure types and names: no `vscode` import, so the logic modules stay testable with `node --test`.
 
 export const SEARCH = 'memory/search';
