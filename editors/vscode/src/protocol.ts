@@ -32,6 +32,8 @@ export interface SearchParams {
   pathPrefix?: string;
   /** A workspace folder URI: search only that folder. */
   folder?: string;
+  /** Answer with each hit's trace and each folder's plan (docs/protocol.md, "explain"). */
+  explain?: boolean;
 }
 
 export interface SearchHit {
@@ -54,6 +56,8 @@ export interface SearchHit {
   matchedTerms?: string[];
   /** The file is only on another machine: `uri` has the TEAM_SCHEME. */
   remote?: boolean;
+  /** With `explain`: each stage's figures for this hit (docs/protocol.md, "explain"). */
+  explain?: Record<string, unknown>;
 }
 
 export interface SearchResult {
@@ -64,6 +68,8 @@ export interface SearchResult {
   tookMs?: number;
   /** Sent when nothing passed minScore: how many candidates fell short, and the best score. */
   belowMinScore?: { count: number; bestScore: number };
+  /** With `explain`: one plan per workspace folder searched. */
+  explain?: Array<Record<string, unknown>>;
 }
 
 export interface GetParams {
