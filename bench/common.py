@@ -138,12 +138,12 @@ def find_default_model() -> Path | None:
     Looks where `memory-ls model pull` puts it (the user cache) and where the test suite
     builds it (<repo>/.cache/models/). Call before XDG_CACHE_HOME is redirected."""
     try:
-        from memory_ls.embeddings.models import default_model_path
+        from memory_ls.models.registry import default_model_path
 
         p = default_model_path()
         if p.is_file():
             return p
-    except Exception:  # models.py missing or broken: just look in the repo cache
+    except Exception:  # models/registry.py missing or broken: just look in the repo cache
         pass
     found = sorted(
         (REPO / ".cache" / "models").glob("all-MiniLM-L6-v2*.gguf"), key=lambda p: p.stat().st_mtime

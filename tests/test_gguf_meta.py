@@ -1,4 +1,4 @@
-"""GGUF metadata without gguf.GGUFReader (embeddings/gguf_meta.py), checked against that reader
+"""GGUF metadata without gguf.GGUFReader (models/gguf_meta.py), checked against that reader
 on the real models and on files written by gguf's own writer."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from e5_util import ensure_e5_model
 from model_util import ensure_test_model
 
-from memory_ls.embeddings import gguf_meta
-from memory_ls.embeddings.gguf_meta import GgufError
+from memory_ls.models import gguf_meta
+from memory_ls.models.gguf_meta import GgufError
 
 
 def reference(path: Path) -> tuple[dict[str, object], list[str]]:

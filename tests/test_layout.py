@@ -82,7 +82,7 @@ def test_no_import_cycle_between_modules():
 
 
 def test_packages_depend_one_way():
-    """server -> engine -> search -> index, never back (package level)."""
+    """server -> engine -> search -> index, never back; embeddings -> models (package level)."""
     top: dict[str, set[str]] = {}
     for name, deps in graph().items():
         mine = name.split(".")[1] if "." in name else name
@@ -92,10 +92,26 @@ def test_packages_depend_one_way():
     assert find_cycle(top) is None
     assert "server" not in top["engine"] | top["search"] | top["index"]
     assert "engine" not in top["search"] | top["index"] and "search" not in top["index"]
+    # Model files sit below the providers that run them: embeddings and rerank import models.
+    assert not top["models"] & {"embeddings", "rerank", "engine", "server"}
+    # Saving sessions sits above search; the floors that read transcripts never import it.
+    assert "sessions" not in top["sources"] | top["index"] | top["search"] | top["engine"]
 
 
 @pytest.mark.parametrize(
-    "package", ["server", "engine", "search", "index", "embeddings", "sources", "settings", "mcp"]
+    "package",
+    [
+        "server",
+        "engine",
+        "search",
+        "index",
+        "embeddings",
+        "models",
+        "sessions",
+        "sources",
+        "settings",
+        "mcp",
+    ],
 )
 def test_each_package_imports_alone(package: str):
     code = f"import memory_ls.{package}"

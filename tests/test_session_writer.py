@@ -20,7 +20,7 @@ from conftest import write
 from test_redact import SECRETS
 
 from memory_ls.cli import main
-from memory_ls.session_writer import clean_slug, keyword_slug, recent_messages, save_session
+from memory_ls.sessions.writer import clean_slug, keyword_slug, recent_messages, save_session
 from memory_ls.settings import Settings
 from memory_ls.workspace import Workspace
 
@@ -325,7 +325,7 @@ def test_a_note_never_shows_half_written(tmp_path: Path) -> None:
     )
     size = len(text.encode("utf-8"))
     code = (
-        "import sys; from pathlib import Path; from memory_ls.session_writer import write_new; "
+        "import sys; from pathlib import Path; from memory_ls.sessions.writer import write_new; "
         "write_new(Path(sys.argv[1]), 'big', sys.stdin.read())"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdin=subprocess.PIPE)

@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from ..models.bf16_copy import weights_for
+from ..models.gguf_meta import GgufError, check_complete, metadata
+from ..models.profile import ModelProfile, profile_from_metadata, tokenizer_hazard
+from ..models.registry import GGUF_MAGIC, pulled_model, read_magic
 from ..settings import Settings
 from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
-from .bf16_copy import weights_for
-from .gguf_meta import GgufError, check_complete, metadata
-from .models import GGUF_MAGIC, pulled_model, read_magic
-from .profile import ModelProfile, profile_from_metadata, tokenizer_hazard
 from .query_context import QueryContext
 from .threads import BatchThreads, default_threads
 
@@ -156,7 +156,7 @@ class LocalProvider:
         self._threads = self._query_threads
         self._set_threads = llama_cpp.llama_set_n_threads
         fingerprint = file_fingerprint(path)
-        # The copy is the same model (see bf16_copy.py): the key below stays the file's.
+        # The copy is the same model (see models/bf16_copy.py): the key below stays the file's.
         self.weights = weights_for(path, settings.local.weights, fingerprint, llama_cpp)
         n_ctx = settings.local.context_size
         try:

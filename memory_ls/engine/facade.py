@@ -56,7 +56,7 @@ def resolve_paths(settings: Settings, root: Path) -> Settings:
 
 def provider_status(p: EmbeddingProvider) -> dict[str, Any]:
     out: dict[str, Any] = {"id": p.id, "model": p.model, "dims": p.dims}
-    # Only the local model chooses its weights (embeddings/bf16_copy.py). Duck-typed: the
+    # Only the local model chooses its weights (models/bf16_copy.py). Duck-typed: the
     # factory imports embeddings.local only for engines that run a local model.
     weights = getattr(p, "weights", None)
     if isinstance(weights, Path):

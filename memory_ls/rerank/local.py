@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..embeddings.gguf_meta import GgufError, check_complete, metadata
-from ..embeddings.models import GGUF_MAGIC, read_magic
 from ..embeddings.remote import ProviderStats
 from ..embeddings.threads import default_threads
+from ..models.gguf_meta import GgufError, check_complete, metadata
+from ..models.registry import GGUF_MAGIC, read_magic
 from ..settings import Settings
 from .base import MAX_DOCUMENT_CHARS, RerankError, RerankUnavailable
 

@@ -21,7 +21,7 @@ from ..params import GetParams, ParamError, SaveSessionParams
 from ..search.citations import citation_problem, parse_citation
 from ..search.request import SearchRequest
 from ..search.results import TEAM_SCHEME, SearchResponse
-from ..session_writer import save_session
+from ..sessions.writer import save_session
 from ..sources import SourceError
 from ..workspace import PathError
 from . import convert

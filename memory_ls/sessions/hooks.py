@@ -29,14 +29,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .session_writer import (
+from ..sources.sessions import Message, parse_record
+from .writer import (
     MAX_READ_BYTES,
     SessionInput,
     from_transcript,
     pick_recent,
     read_tail,
 )
-from .sources.sessions import Message, parse_record
 
 MAX_PAYLOAD_BYTES = 1024 * 1024
 STDIN_TIMEOUT_S = 5.0

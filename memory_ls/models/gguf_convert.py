@@ -398,7 +398,7 @@ def _add_vocab(writer: Any, vocab: Vocab, config: BertConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m memory_ls.embeddings.gguf_convert SRC OUT [--f32]`` for manual use."""
+    """``python -m memory_ls.models.gguf_convert SRC OUT [--f32]`` for manual use."""
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -23,7 +23,7 @@ from typing import Any
 
 from .gguf_meta import metadata
 from .gguf_write import write_atomic
-from .models import default_model_dir
+from .registry import default_model_dir
 
 log = logging.getLogger(__name__)
 

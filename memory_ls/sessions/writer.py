@@ -5,7 +5,7 @@ a ``# Session: <date> <time> UTC`` title, Session Key / Session ID / Source bull
 ``## Conversation Summary`` with the last N user and assistant messages, redacted. It is the
 one place memory-ls creates a memory file, and it never overwrites one (``-2``, ``-3``, ...).
 The caller indexes the new file (``engine.sync()`` or ``engine.mark_dirty``). Where the messages
-come from (a file, stdin, an agent hook's payload) is ``session_hooks.py``'s business.
+come from (a file, stdin, an agent hook's payload) is ``sessions/hooks.py``'s business.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from typing import Any
 
 import httpx
 
-from .redact import redact
-from .search.query import keywords
-from .settings import SessionWriterSettings, Settings
-from .sources.sessions import CHAT_ROLES, Message, iter_messages, no_surrogates
-from .workspace import MEMORY_DIR
+from ..redact import redact
+from ..search.query import keywords
+from ..settings import SessionWriterSettings, Settings
+from ..sources.sessions import CHAT_ROLES, Message, iter_messages, no_surrogates
+from ..workspace import MEMORY_DIR
 
 log = logging.getLogger(__name__)
 
