@@ -126,3 +126,40 @@ def test_no_module_over_about_400_lines():
         if (n := len(f.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert big == {}
+
+
+# The search path, from the handlers to the JSON: its functions stay short enough to read and
+# take few enough parameters that each stage's inputs travel as one value (search/context.py).
+SEARCH_PATH = [
+    "search/*.py",
+    "engine/searcher.py",
+    "engine/reranking.py",
+    "engine/unsaved.py",
+    "server/requests.py",
+    "server/convert.py",
+    "params.py",
+    "mcp/tools.py",
+]
+MAX_FUNCTION_LINES = 60
+MAX_PARAMETERS = 6  # self and cls not counted
+
+
+def test_search_path_functions_are_short_with_few_parameters():
+    too_long: dict[str, int] = {}
+    too_many: dict[str, int] = {}
+    for pattern in SEARCH_PATH:
+        for f in sorted(ROOT.glob(pattern)):
+            for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                where = f"{module_name(f)}.{node.name}"
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                a = node.args
+                named = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+                params = [p for p in named if p.arg not in ("self", "cls")]
+                if lines > MAX_FUNCTION_LINES:
+                    too_long[where] = lines
+                if len(params) > MAX_PARAMETERS:
+                    too_many[where] = len(params)
+    assert too_long == {}
+    assert too_many == {}
