@@ -112,7 +112,7 @@ def hnsw(url: str, engine: Any, queries: list[str], rp: Any) -> dict[str, Any]:
 
     from memory_ls.index.postgres import store as pg_store
 
-    db = engine.primary.db
+    db = engine.route.team.db
     with pg_store.reader(db) as store:
         ids, mat = store.all_embeddings()
         texts = [
@@ -150,7 +150,7 @@ def server_memory(engine: Any) -> dict[str, Any]:
     from memory_ls.index.postgres import store as pg_store
     from memory_ls.index.postgres.sizing import search_memory
 
-    with pg_store.reader(engine.primary.db) as store:
+    with pg_store.reader(engine.route.team.db) as store:
         return search_memory(store).to_json()
 
 

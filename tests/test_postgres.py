@@ -416,11 +416,11 @@ def test_namespaces_never_mix(pg_url, tmp_path):
         a_ids = [
             r[0]
             for r in rows(
-                pg_url, "SELECT id FROM memory_chunks WHERE ns = %s", ea.primary.namespace
+                pg_url, "SELECT id FROM memory_chunks WHERE ns = %s", ea.route.team.namespace
             )
         ]
         # Even asked by id, B's store answers only B's rows.
-        with pg_store.reader(eb.primary.db) as r:
+        with pg_store.reader(eb.route.team.db) as r:
             assert r.chunks_by_ids(a_ids) == {}
             assert "memory/secret.md" not in r.file_infos(["memory/secret.md"])
 

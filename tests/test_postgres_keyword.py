@@ -146,7 +146,7 @@ def test_a_share_stands_for_a_count_below_the_floor_only_where_it_cannot_be_far_
             time.sleep(0.05)
         rows(db_url, "ANALYZE memory_chunks")
         with MemoryEngine(ws, s) as e:
-            db = e.primary.connect()
+            db = e.route.team.connect()
             ((ferry, gannet), _), counted = frequencies_counting(db, ["ferry", "gannet"])
             assert gannet == 3 and 55 <= ferry <= 63 and counted == [["'gannet'"]]
             # 20 chunks of another namespace: a share of the table may now be 20 off, more
@@ -170,7 +170,7 @@ def test_common_words_take_their_frequency_from_the_statistics(pg_url, tmp_path:
         with MemoryEngine(ws, team(db_url, unique("df"))) as e:
             e.sync()
             rows(db_url, "ANALYZE memory_chunks")
-            db = e.primary.db
+            db = e.route.team.db
             ((ferry, gannet), total), counted = frequencies_counting(db, ["ferry", "gannet"])
             assert total == 63 and gannet == 3
             assert 55 <= ferry <= 63  # the statistics' share, not a count

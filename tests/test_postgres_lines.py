@@ -139,13 +139,13 @@ def test_writes_skip_chunks_another_client_is_deleting(pg_url, tmp_path: Path):
         two = [cid for cid, _ in chunks[:2]]
         rows(pg_url, "DELETE FROM memory_chunk_lines WHERE chunk_id = ANY(%s)", two)
         rows(pg_url, "DELETE FROM memory_vectors WHERE chunk_id = ANY(%s)", two)
-        db = e.primary.db
+        db = e.route.team.db
         assert db is not None
         with psycopg.connect(pg_url) as other:  # a transaction left open
             for cid in reversed(two):
                 other.execute("DELETE FROM memory_chunks WHERE id = %s", (cid,))
             lines = ChunkLines(np.array([0, 1]), np.eye(2, 16, dtype=np.float32))
-            with e.primary.lock:
+            with e.route.team.lock:
                 store = pg_store.writer(db)
                 with store.transaction():
                     store.q("SET LOCAL lock_timeout = '2s'")  # a wait fails the test

@@ -17,7 +17,7 @@ from pg_util import PgServer, require_server_binaries, shared_url, unique
 from test_postgres import by_primary, paths, rows, team, write_notes
 
 from memory_ls.engine import MemoryEngine
-from memory_ls.engine.removals import waiting
+from memory_ls.engine.team.removals import waiting
 from memory_ls.index.postgres import URL_ENV
 
 ANIMALS = {
@@ -101,7 +101,7 @@ def test_a_search_never_waits_out_a_teammates_rebuild(tmp_path: Path):
         eb.sync()
         # A's rebuild, stopped inside its transaction once it holds the note's lock.
         held, release = threading.Event(), threading.Event()
-        reindex = ea.primary._reindex
+        reindex = ea.route.team._reindex
 
         def slow_reindex(store, paths, report):
             def hold():
@@ -112,7 +112,7 @@ def test_a_search_never_waits_out_a_teammates_rebuild(tmp_path: Path):
             store.lock_namespace = hold  # runs first inside the rebuild's transaction
             reindex(store, paths, report)
 
-        ea.primary._reindex = slow_reindex
+        ea.route.team._reindex = slow_reindex
         rebuild = threading.Thread(target=ea.sync, kwargs={"force": True})
         rebuild.start()
         try:
@@ -127,7 +127,7 @@ def test_a_search_never_waits_out_a_teammates_rebuild(tmp_path: Path):
         finally:
             release.set()
             rebuild.join(30)
-        ea.primary._reindex = reindex
+        ea.route.team._reindex = reindex
         # The rebuild wrote A's version last; B's edit goes with its next push.
         resp = eb.search("zebra crossing", min_score=0)
         assert paths(resp) == ["memory/held.md"]

@@ -14,6 +14,7 @@ from test_line_vectors import ANSWER, NOTE, QUESTION
 from test_postgres import paths, team
 
 from memory_ls.engine import MemoryEngine
+from memory_ls.engine.team.route import TeamRoute
 from memory_ls.index.writes import SyncReport
 from memory_ls.settings import Settings
 
@@ -134,7 +135,7 @@ def test_unsaved_text_follows_a_team_scored_without_lines(tmp_path: Path) -> Non
         ea.set_document(DRAFT_PATH, NOTE)
         ea.embed_pending()
         unsaved = ea.search(QUESTION).results[0]
-        overlay = ea.searcher.unsaved
+        overlay = ea.route.unsaved
         assert overlay is not None
         held = overlay.lines_held()
         # After a search that said the team scores without lines, an edit embeds none.
@@ -191,15 +192,15 @@ def test_a_buffer_without_its_files_byte_order_mark_is_saved_text(tmp_path: Path
         MemoryEngine(b, team(shared_url(), ns)) as eb,
     ):
         ea.sync()
-        assert ea.primary is not None
+        assert isinstance(ea.route, TeamRoute)
         ea.set_document(note, PLANS)  # what VS Code sends for it
-        assert note not in ea.primary.unsaved
+        assert note not in ea.route.team.unsaved
         edited = PLANS.replace("walrus", "narwhal")
         ea.set_document(note, "\ufeff" + edited)  # an edit is unsaved, BOM or not
-        assert note in ea.primary.unsaved
+        assert note in ea.route.team.unsaved
         assert note not in paths(eb.search("narwhal", min_score=0))
         write(a, note, "\ufeff" + edited)
         ea.set_document(note, edited)  # saved: pushed, found by the other client
-        assert note not in ea.primary.unsaved
+        assert note not in ea.route.team.unsaved
         eb.sync()
         assert note in paths(eb.search("narwhal"))

@@ -1,5 +1,5 @@
 """Scoring text against another index's statistics (``index/term_counts.py``), merging the
-unsaved text's hits into a team search (``engine/unsaved.merge``) and the caches of its
+unsaved text's hits into a team search (``engine/team/unsaved.merge``) and the caches of its
 vectors, on a real SQLite index."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from conftest import write
 
-from memory_ls.engine import MemoryEngine, unsaved
-from memory_ls.engine.unsaved import keep_recent, merge
+from memory_ls.engine import MemoryEngine
+from memory_ls.engine.team import unsaved
+from memory_ls.engine.team.unsaved import keep_recent, merge
 from memory_ls.index.line_vectors import ChunkLines
 from memory_ls.index.term_counts import bm25, count_terms, parse_match
 from memory_ls.search.context import Outcome

@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..embeddings.base import EmbeddingProvider
 from ..index.sync import Progress, SyncReport
@@ -25,16 +25,13 @@ from ..search.vector import VectorIndex
 from ..settings import Settings
 from ..settings import load as load_settings
 from ..workspace import PathError, Workspace
-from . import removals
 from .excerpts import FileLines, excerpt, read_text
 from .index_files import index_path_for
 from .indexer import Indexer
 from .providers import AUTO, ProviderPolicy
 from .reranking import RerankPolicy
+from .route import IndexStatus, LocalRoute, Route
 from .searcher import Searcher
-
-if TYPE_CHECKING:
-    from .primary import Primary
 
 
 def resolve_paths(settings: Settings, root: Path) -> Settings:
@@ -82,21 +79,26 @@ class MemoryEngine:
         self.workspace = Workspace(Path(root), self.settings)  # it keeps the path as opened too
         self.policy = ProviderPolicy(self.settings, provider)
         self.index_path = Path(index_path or index_path_for(self.settings, self.root))
-        team = self.settings.store.backend == "postgres"
+        # A team folder's own index is the team index's fallback: keywords only (route.py).
+        fallback = self.settings.store.backend == "postgres"
         try:
             self.indexer = Indexer(
-                self.settings, self.workspace, self.policy, self.index_path, keyword_only=team
+                self.settings, self.workspace, self.policy, self.index_path, keyword_only=fallback
             )
         except BaseException:
             self.policy.close()
             raise
         self.rerank = RerankPolicy(self.settings, reranker)  # never raises
-        self.primary: Primary | None = None
-        if team:
-            from .primary import Primary  # psycopg is needed only by a team index
+        self.route = self._route()  # chosen once: the engine never asks again
+        self.searcher = Searcher(self.indexer, self.policy, self.rerank, self.route)
 
-            self.primary = Primary(self.settings, self.workspace, self.policy)
-        self.searcher = Searcher(self.indexer, self.policy, self.rerank, self.primary)
+    def _route(self) -> Route:
+        """The folder's route (route.py): its settings' ``store.backend`` decides."""
+        if self.settings.store.backend != "postgres":
+            return LocalRoute(self.indexer, self.policy)
+        from .team.route import TeamRoute  # psycopg is needed only by a team index
+
+        return TeamRoute(self.indexer, self.policy, self.workspace)
 
     def __enter__(self) -> MemoryEngine:
         return self
@@ -147,15 +149,7 @@ class MemoryEngine:
         team index, then its catch-up and its vector phase. ``budget_s`` >= 0: someone waits
         (a CLI search), and the catch-up waits that long at most for a lock in the team index
         (a teammate's rebuild, a table an administrator holds): its changes go next time."""
-        before = removals.before_sync(self.indexer) if self.primary is not None else {}
-        report = self.indexer.sync(reason, force, progress, embed)
-        if self.primary is not None:
-            removals.record(self.indexer, before)
-            self.primary.catch_up(self.indexer, None, force, budget_s)
-            self.primary.send_texts()
-            if embed:
-                self.primary.embed(self.indexer, progress, report, None)
-        return report
+        return self.route.sync(reason, force, progress, embed, budget_s)
 
     def embed_pending(
         self,
@@ -164,11 +158,7 @@ class MemoryEngine:
         should_stop: Callable[[], bool] | None = None,
     ) -> int:
         """Embed chunks that have no vector yet; returns how many were embedded."""
-        if self.primary is not None:
-            if self.searcher.unsaved is not None:  # a few chunks: before the team's backlog
-                self.searcher.unsaved.prepare(should_stop)
-            return self.primary.embed(self.indexer, progress, report, should_stop)
-        return self.indexer.embed_pending(progress, report, should_stop)
+        return self.route.embed_pending(progress, report, should_stop)
 
     def mark_dirty(self, paths: list[str]) -> None:
         """Record files changed outside the editor; the next sync or search picks them up."""
@@ -176,35 +166,18 @@ class MemoryEngine:
 
     def sync_dirty(self, budget_s: float | None = None) -> SyncReport | None:
         """Keyword-index the dirty files now (within ``budget_s`` seconds of waiting)."""
-        changed = set(self.indexer.dirty)
-        before = removals.held(self.indexer, changed) if self.primary is not None else {}
-        report = self.indexer.sync_dirty(budget_s)
-        if self.primary is not None and changed:
-            removals.record(self.indexer, before)
-            self.primary.ready(self.indexer, changed)
-        return report
+        return self.route.sync_dirty(budget_s)
 
     def set_document(self, path: str | Path, text: str) -> bool:
         """Index an editor buffer's unsaved text (keyword side now, vectors on the next
         ``embed_pending``). Returns False when the path is not memory of this workspace.
         With a team index, a buffer equal to the file on disk (just saved) is pushed to it;
         unsaved text never leaves this machine."""
-        if not self.indexer.set_document(path, text):
-            return False
-        if self.primary is not None:
-            share = self.searcher.unsaved.share if self.searcher.unsaved is not None else None
-            self.primary.buffer_changed(self.indexer, str(path), text, share)
-        return True
+        return self.route.set_document(path, text)
 
     def clear_document(self, path: str | Path) -> None:
         """Forget an editor buffer and index the file as it is on disk (or drop it)."""
-        rel = self.workspace.relative(str(path))
-        before = removals.held(self.indexer, {rel}) if self.primary is not None else {}
-        self.indexer.clear_document(path)
-        if self.primary is not None:
-            removals.record(self.indexer, before)
-            self.primary.unsaved.discard(rel)
-            self.primary.ready(self.indexer, {rel})
+        self.route.clear_document(path)
 
     # -- reading ----------------------------------------------------------------------------
     def search(self, request: SearchRequest | str, **fields: Any) -> SearchResponse:
@@ -215,12 +188,7 @@ class MemoryEngine:
         resp = self.searcher.search(request)
         for hit in resp.results:
             hit.file = self.workspace.outside_file(hit.path)
-            # A team index finds files of other machines too: editors open those read-only.
-            if self.primary is not None:
-                hit.remote = (
-                    hit.path not in self.indexer.buffers
-                    and not (hit.file or self.root / hit.path).exists()
-                )
+        self.route.place(resp.results)
         return resp
 
     def read_text(self, path: str | Path) -> tuple[str, list[int] | None]:
@@ -271,12 +239,10 @@ class MemoryEngine:
             return FileLines.of(*self.read_text(path))
         except PathError:
             # Not on this machine: a team index may have it from the machine that has it.
-            if self.primary is None or self.workspace.file_path(rel).exists():
+            elsewhere = self.route.read_elsewhere(rel)
+            if elsewhere is None:
                 raise
-            team = self.primary.file_text(rel)
-            if team is None:
-                raise
-            return FileLines.of(*team, remote=True)
+            return elsewhere
 
     def holds_below(self, folder: str) -> bool:
         """Whether the index holds a file below ``folder`` (workspace-relative): a deleted path
@@ -295,14 +261,16 @@ class MemoryEngine:
         backend = self.settings.store.vector_backend
         if backend != "sqlite-vec" or not vec_table:
             backend = "numpy"
-        store: dict[str, Any] = {"backend": "sqlite", "answering": "sqlite"}
-        fallback = self.fallback_reason
-        if self.primary is not None:
-            store, team_counts = self.primary.status()
-            if team_counts is not None:
-                counts, backend = team_counts, "pgvector"
-            else:
-                fallback = "; ".join(r for r in (self.primary.fallback_reason(), fallback) if r)
+        local = IndexStatus(
+            {"backend": "sqlite", "answering": "sqlite"}, counts, backend, self.fallback_reason
+        )
+        st = self.route.status(local)
+        counts, backend, fallback, store = (
+            st.counts,
+            st.vector_backend,
+            st.fallback_reason,
+            st.store,
+        )
         n = int(counts["chunks"])  # type: ignore[call-overload]
         lines_on = p is not None and 0 < n <= ix.line_budget()
         return {
@@ -339,8 +307,7 @@ class MemoryEngine:
         }
 
     def close(self) -> None:
-        if self.primary is not None:
-            self.primary.close()
+        self.route.close()
         self.indexer.close()
         self.policy.close()
         self.rerank.close()

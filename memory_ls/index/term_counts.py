@@ -1,6 +1,6 @@
 """BM25 of a few texts against another index's statistics, their words counted as FTS5 counts
 them (Porter-stemmed, folded, CJK as grams): an editor's unsaved chunks scored on a team
-index's scale (``engine/unsaved.py``), where the local index's own counts (one machine's files)
+index's scale (``engine/team/unsaved.py``), where the local index's own counts (one machine's files)
 would give a word another weight than the team's, or none at all in a small folder.
 
 The formula is FTS5's ``bm25()`` (and the PostgreSQL side's): for each term, its IDF

@@ -29,26 +29,26 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ..embeddings.base import EmbeddingError, EmbeddingProvider
-from ..index.cache import CacheKey
-from ..index.chunk_reads import Scope
-from ..index.line_vectors import ChunkLines, segments
-from ..index.rows import ChunkRow, FileInfo, from_blob, to_blob
-from ..index.store import Store
-from ..index.term_counts import bm25, frequencies, parse_match, tokenize
-from ..search.calibrate import lift
-from ..search.context import Inputs, Outcome, Scale
-from ..search.fusion import balance_sources
-from ..search.pipeline import run as run_search
-from ..search.results import SearchHit
-from ..search.select import TAIL
-from ..search.vector import VectorIndex
-from ..text import fts_text
-from .indexer import Indexer
-from .providers import readable
+from ...embeddings.base import EmbeddingError, EmbeddingProvider
+from ...index.cache import CacheKey
+from ...index.chunk_reads import Scope
+from ...index.line_vectors import ChunkLines, segments
+from ...index.rows import ChunkRow, FileInfo, from_blob, to_blob
+from ...index.store import Store
+from ...index.term_counts import bm25, frequencies, parse_match, tokenize
+from ...search.calibrate import lift
+from ...search.context import Inputs, Outcome, Scale
+from ...search.fusion import balance_sources
+from ...search.pipeline import run as run_search
+from ...search.results import SearchHit
+from ...search.select import TAIL
+from ...search.vector import VectorIndex
+from ...text import fts_text
+from ..indexer import Indexer
+from ..providers import readable
 
 if TYPE_CHECKING:
-    from .primary import Primary  # psycopg is needed only by a team index
+    from .index import TeamIndex  # psycopg is needed only by a team index
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -131,9 +131,9 @@ class UnsavedSource:
 
 
 class UnsavedText:
-    def __init__(self, indexer: Indexer, primary: Primary):
+    def __init__(self, indexer: Indexer, team: TeamIndex):
         self.indexer = indexer
-        self.primary = primary
+        self.team = team
         self._lock = threading.Lock()
         self._chunks: OrderedDict[tuple[CacheKey, str], np.ndarray] = OrderedDict()
         self._lines: OrderedDict[tuple[CacheKey, str], ChunkLines | None] = OrderedDict()
@@ -141,7 +141,7 @@ class UnsavedText:
         self._team_lines = True  # whether the last team search re-scored by line vectors
 
     def paths(self) -> frozenset[str]:
-        return frozenset(self.primary.unsaved) & frozenset(self.indexer.buffers)
+        return frozenset(self.team.unsaved) & frozenset(self.indexer.buffers)
 
     def search(self, ask: Inputs, saved: list[str], paths: frozenset[str]) -> Outcome:
         """The unsaved files' outcome scored on the team search's scale (``ask.scale``; ``ask``
@@ -195,7 +195,7 @@ class UnsavedText:
         have, _ = self._held(model, chunks)
         texts = {h: t for cid, (h, t) in chunks.items() if cid not in have}
         if texts:
-            found = self.primary.read(lambda s: s.cache.get(model, list(texts)), cooldown=False)
+            found = self.team.read(lambda s: s.cache.get(model, list(texts)), cooldown=False)
             cached = found or {}
             made = {h: from_blob(b) for h, b in cached.items()}
             todo = [h for h in texts if h not in made]
@@ -229,7 +229,7 @@ class UnsavedText:
             log.exception("reading the chunks of %s to share their vectors failed", path)
             return
         held, _ = self._held(model, chunks)
-        self.primary.share_vectors(model, [(chunks[cid][0], to_blob(v)) for cid, v in held.items()])
+        self.team.share_vectors(model, [(chunks[cid][0], to_blob(v)) for cid, v in held.items()])
 
     def _counted(self, conn: Any, texts: dict[int, str]) -> dict[int, Counter[str]]:
         """``tokenize`` of the texts (as FTS5 stores them), each text tokenized once."""

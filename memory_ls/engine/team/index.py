@@ -1,12 +1,12 @@
-"""The team index as primary, the folder's own SQLite index as fallback (the seed's fallback
-manager, on PostgreSQL + pgvector).
+"""The team index (PostgreSQL + pgvector) first, the folder's own SQLite index as its
+fallback (the seed's fallback manager).
 
 PostgreSQL answers while it can. When it cannot (unreachable, too slow, bad credentials, a
 schema this version does not know) the folder's local SQLite index, kept in step by every sync
 (keyword-only), answers and every response says why; PostgreSQL is tried again after
 ``store.postgres.retryAfterS``. Nothing is queued: the local index knows what the folder holds,
-and catching up compares that with what the primary holds (by content hash), so writes made
-during an outage reach the primary once it is back, and nothing is pushed twice. What to push
+and catching up compares that with what the team index holds (by content hash), so writes made
+during an outage reach the team index once it is back, and nothing is pushed twice. What to push
 is read from the disk, never from editor buffers: unsaved text stays on its machine.
 """
 
@@ -24,13 +24,13 @@ from typing import Any, TypeVar
 import numpy as np
 import psycopg
 
-from ..index.cache import CacheKey
-from ..index.postgres import URL_ENV, PgDatabase, PgStore, PrimaryUnavailable, describe, redact
-from ..index.postgres.sizing import SearchMemory, search_memory
-from ..index.postgres.store import pusher as pg_pusher
-from ..index.postgres.store import reader as pg_reader
-from ..index.postgres.store import writer as pg_writer
-from ..index.sync import (
+from ...index.cache import CacheKey
+from ...index.postgres import URL_ENV, PgDatabase, PgStore, PrimaryUnavailable, describe, redact
+from ...index.postgres.sizing import SearchMemory, search_memory
+from ...index.postgres.store import pusher as pg_pusher
+from ...index.postgres.store import reader as pg_reader
+from ...index.postgres.store import writer as pg_writer
+from ...index.sync import (
     FILES_PER_TRANSACTION,
     IndexContext,
     Progress,
@@ -39,24 +39,24 @@ from ..index.sync import (
     remove_file,
     sync_keyword,
 )
-from ..index.writes import file_text
-from ..settings import Settings
-from ..sources import SourceError, render
-from ..sources.markdown import content_hash, read_bytes
-from ..workspace import PathError, Workspace
+from ...index.writes import file_text
+from ...settings import Settings
+from ...sources import SourceError, render
+from ...sources.markdown import content_hash, read_bytes
+from ...workspace import PathError, Workspace
+from ..indexer import Indexer
+from ..providers import ProviderPolicy
+from ..reference import reference_vectors
+from ..target import EmbedTarget, index_context
 from . import removals
-from .indexer import Indexer
-from .providers import ProviderPolicy
-from .reference import reference_vectors
-from .target import EmbedTarget, index_context
 
 log = logging.getLogger(__name__)
-PRIMARY_ERRORS = (psycopg.Error, PrimaryUnavailable)
+TEAM_ERRORS = (psycopg.Error, PrimaryUnavailable)
 T = TypeVar("T")
 TEXT_CACHE_FILES = 16  # teammates' file texts kept, each while its file keeps its hash
 
 
-class Primary:
+class TeamIndex:
     def __init__(
         self,
         settings: Settings,
@@ -83,7 +83,7 @@ class Primary:
         elif not self.namespace:
             self.problem = "store.postgres.namespace is empty"
         self.retry_at = 0.0
-        # path -> content hash the primary holds, for the files this folder has or wrote;
+        # path -> content hash the team index holds, for the files this folder has or wrote;
         # None until compared after a (re)connect: then every difference is replayed.
         self.pushed: dict[str, str] | None = None
         self.last_push: SyncReport | None = None
@@ -116,7 +116,7 @@ class Primary:
                         claimant=self.claimant,
                         pooler=pg.pooler,
                     )
-                except PRIMARY_ERRORS as exc:
+                except TEAM_ERRORS as exc:
                     self._down(exc)
                     return None
                 self.problem, self.pushed = None, None
@@ -129,7 +129,7 @@ class Primary:
         db.model_key = "|".join((p.id, p.model, p.provider_key)) if p else ""
 
     def failed(self, exc: BaseException) -> None:
-        """The primary failed mid-use: the local index answers until the cooldown is over."""
+        """The team index failed mid-use: the local index answers until the cooldown is over."""
         with self.lock:
             self._down(exc)
             db, self.db, self.pushed = self.db, None, None
@@ -147,7 +147,7 @@ class Primary:
             "(keyword only)"
         )
 
-    # -- keeping the primary in step ------------------------------------------------------------
+    # -- keeping the team index in step ---------------------------------------------------------
     def context(self) -> IndexContext:
         return index_context(self.settings, self.workspace, self.policy.current)
 
@@ -159,13 +159,13 @@ class Primary:
         wait_s: float = -1,
     ) -> SyncReport | None:
         """Push this folder's changes: the given paths, or (``None``, and after every
-        reconnect) every file whose content differs between the local index and the primary.
+        reconnect) every file whose content differs between the local index and the team index.
         ``force`` re-indexes every file of this folder in one transaction under the
         namespace's rebuild lock (readers keep the old rows until it commits)."""
         db = self.connect()
         if db is None:
             return None
-        report = SyncReport("primary", full=force)
+        report = SyncReport("team", full=force)
         if not self.lock.acquire(timeout=wait_s):
             return None  # another push is running; it or the next one takes these paths
         try:
@@ -173,7 +173,7 @@ class Primary:
         except psycopg.errors.LockNotAvailable:  # a teammate's rebuild holds one of them
             self.pushed = None  # the next push compares every file again: they go then
             return None
-        except PRIMARY_ERRORS as exc:
+        except TEAM_ERRORS as exc:
             self.failed(exc)
             return None
         finally:
@@ -234,7 +234,7 @@ class Primary:
                         for path in todo[i : i + FILES_PER_TRANSACTION]:
                             sent += self._send_text(store, path)
                 self.textless.difference_update(todo[i : i + FILES_PER_TRANSACTION])
-        except PRIMARY_ERRORS as exc:
+        except TEAM_ERRORS as exc:
             self.failed(exc)
         return sent
 
@@ -283,7 +283,7 @@ class Primary:
         try:
             with pg_reader(db) as store:
                 return fn(store)
-        except PRIMARY_ERRORS as exc:
+        except TEAM_ERRORS as exc:
             if cooldown:
                 self.failed(exc)
             else:
@@ -359,7 +359,7 @@ class Primary:
         try:
             if self.db is db:  # not closed by a failure meanwhile
                 pg_writer(db).cache.put(key, items)
-        except PRIMARY_ERRORS as exc:  # an optimisation: the team embeds the note otherwise
+        except TEAM_ERRORS as exc:  # an optimisation: the team embeds the note otherwise
             log.warning("team index: sharing vectors failed: %s", describe(exc, self.url))
         finally:
             self.lock.release()
@@ -384,7 +384,7 @@ class Primary:
                 with self.lock:
                     pg_writer(db).build_indexes()
             return n
-        except PRIMARY_ERRORS as exc:
+        except TEAM_ERRORS as exc:
             self.failed(exc)
             return 0
 
@@ -423,11 +423,11 @@ class Primary:
 
     def _search_memory(self, db: PgDatabase) -> SearchMemory | None:
         """The server's buffer cache against the search indexes; None when it cannot be read
-        (a diagnostic: never a reason to leave the primary)."""
+        (a diagnostic: never a reason to leave the team index)."""
         try:
             with pg_reader(db) as store:
                 return search_memory(store)
-        except PRIMARY_ERRORS as exc:
+        except TEAM_ERRORS as exc:
             log.info("could not read the server's buffer cache size: %s", describe(exc, self.url))
             return None
 

@@ -18,11 +18,11 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..index.schema import DatabaseError
-from .indexer import Indexer
+from ...index.schema import DatabaseError
+from ..indexer import Indexer
 
 if TYPE_CHECKING:
-    from ..index.postgres import PgStore
+    from ...index.postgres import PgStore
 
 log = logging.getLogger(__name__)
 META_KEY = "teamRemovals"
