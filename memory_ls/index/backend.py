@@ -18,7 +18,7 @@ from ..chunking import Chunk
 from .cache import CacheKey
 from .chunk_reads import Scope
 from .line_vectors import ChunkLines
-from .rows import ChunkRow, ChunkState, FileInfo, FileState, FileText
+from .rows import ChunkRow, ChunkState, FileInfo, FileRecord, FileState
 
 # (removed chunk ids, added (chunk id, vector blob or None)) of one write
 ChunkChanges = tuple[list[int], list[tuple[int, bytes | None]]]
@@ -56,7 +56,7 @@ class LineReader(Protocol):
 
 class SearchSource(Protocol):
     """What one search reads from an index: every IndexBackend, and the unsaved editor text
-    searched beside a team index (``engine/unsaved.py``)."""
+    searched beside a team index (``engine/team/unsaved.py``)."""
 
     @property
     def lines(self) -> LineReader | None: ...
@@ -93,31 +93,9 @@ class IndexBackend(Protocol):
     def file_states(self, paths: Iterable[str] | None = None) -> dict[str, FileState]: ...
     def file_infos(self, paths: Iterable[str]) -> dict[str, FileInfo]: ...
     def file_tail(self, path: str) -> tuple[int, dict[str, Any]] | None: ...
-    def upsert_file(
-        self,
-        path: str,
-        source: str,
-        hash_: str,
-        mtime: float,
-        size: int,
-        date: str | None,
-        lines: int,
-        line_map: Sequence[int] | None = None,
-        tail: dict[str, Any] | None = None,
-        text: FileText | None = None,  # the rendered text, kept where the file may be elsewhere
-    ) -> None: ...
-    def extend_file(
-        self,
-        path: str,
-        hash_: str,
-        mtime: float,
-        size: int,
-        date: str | None,
-        lines: int,
-        more_map: Sequence[int],
-        tail: dict[str, Any] | None,
-        text: FileText | None = None,  # the tail's new lines (extend_file: appended)
-    ) -> None: ...
+    def upsert_file(self, record: FileRecord) -> None: ...
+    # A transcript's appended tail: ``record.line_map`` and ``record.text`` are appended
+    def extend_file(self, record: FileRecord) -> None: ...
     def touch_file(self, path: str, mtime: float, size: int) -> None: ...
     def delete_file(self, path: str) -> list[int]: ...
 

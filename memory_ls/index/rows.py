@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,24 @@ class FileText:
     @classmethod
     def of_lines(cls, lines: Sequence[str], pending: Sequence[str] = ()) -> FileText:
         return cls("".join(f"{ln}\n" for ln in lines), "".join(f"{ln}\n" for ln in pending))
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What an index records of a file it has just written (its ``files`` row), whichever
+    store keeps it. For ``extend_file`` (a transcript's appended tail), ``line_map`` and
+    ``text`` hold what was appended only, and ``source`` is the one already recorded."""
+
+    path: str
+    source: str
+    hash: str  # the content hash (or a transcript's tail mark: it never equals one)
+    mtime: float
+    size: int
+    date: str | None  # ISO date driving temporal decay; None = evergreen
+    lines: int  # rendered lines
+    line_map: Sequence[int] | None = None  # rendered line -> original line (transcripts)
+    tail: dict[str, Any] | None = None  # where a transcript's next sync resumes
+    text: FileText | None = None  # the rendered text, kept where the file may be elsewhere
 
 
 def to_blob(vec: np.ndarray) -> bytes:

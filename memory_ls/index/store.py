@@ -26,7 +26,7 @@ from .cache import EmbeddingCache
 from .chunk_reads import Scope
 from .keyword_scan import KeywordScan, Row
 from .line_vectors import LineVectors
-from .rows import ChunkRow, ChunkState, FileInfo, FileState, FileText, stored_line_map, to_blob
+from .rows import ChunkRow, ChunkState, FileInfo, FileRecord, FileState, stored_line_map, to_blob
 from .schema import DatabaseError, connect, f16_blob, f32_blob, move_aside
 from .vocab import DocFrequencies
 
@@ -162,19 +162,8 @@ class Store:
             return None
         return row[0], json.loads(row[1])
 
-    def upsert_file(
-        self,
-        path: str,
-        source: str,
-        hash_: str,
-        mtime: float,
-        size: int,
-        date: str | None,
-        lines: int,
-        line_map: Sequence[int] | None = None,
-        tail: dict[str, Any] | None = None,
-        text: FileText | None = None,  # for a team index; this folder's file is on disk
-    ) -> None:
+    def upsert_file(self, record: FileRecord) -> None:
+        """Write a file's row (``record.text`` is for a team index: this file is on disk)."""
         self.conn.execute(
             "INSERT INTO files(path, source, hash, mtime, size, date, lines, line_map, tail) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
@@ -182,40 +171,39 @@ class Store:
             "size = excluded.size, date = excluded.date, lines = excluded.lines, "
             "line_map = excluded.line_map, tail = excluded.tail",
             (
-                path,
-                source,
-                hash_,
-                mtime,
-                size,
-                date,
-                lines,
-                json.dumps(list(line_map)) if line_map else None,
-                _tail_json(tail),
+                record.path,
+                record.source,
+                record.hash,
+                record.mtime,
+                record.size,
+                record.date,
+                record.lines,
+                json.dumps(list(record.line_map)) if record.line_map else None,
+                _tail_json(record.tail),
             ),
         )
 
-    def extend_file(
-        self,
-        path: str,
-        hash_: str,
-        mtime: float,
-        size: int,
-        date: str | None,
-        lines: int,
-        more_map: Sequence[int],
-        tail: dict[str, Any] | None,
-        text: FileText | None = None,  # for a team index; this folder's file is on disk
-    ) -> None:
+    def extend_file(self, record: FileRecord) -> None:
         """Record a transcript's appended tail: the line map grows inside SQLite (the JSON
-        list is extended as text, never parsed here), the rest of the row is replaced."""
-        more = ", ".join(str(n) for n in more_map) or None
+        list is extended as text, never parsed here) by ``record.line_map``, the rest of the
+        row is replaced (its source kept)."""
+        more = ", ".join(str(n) for n in record.line_map or ()) or None
         self.conn.execute(
             "UPDATE files SET hash = ?, mtime = ?, size = ?, date = ?, lines = ?, tail = ?, "
             "line_map = CASE WHEN ?7 IS NULL THEN line_map "
             "WHEN line_map IS NULL THEN '[' || ?7 || ']' "
             "ELSE substr(line_map, 1, length(line_map) - 1) || ', ' || ?7 || ']' END "
             "WHERE path = ?8",
-            (hash_, mtime, size, date, lines, _tail_json(tail), more, path),
+            (
+                record.hash,
+                record.mtime,
+                record.size,
+                record.date,
+                record.lines,
+                _tail_json(record.tail),
+                more,
+                record.path,
+            ),
         )
 
     def touch_file(self, path: str, mtime: float, size: int) -> None:

@@ -12,7 +12,7 @@ from ..sources.markdown import content_hash, open_regular
 from ..sources.sessions import ANCHOR_BYTES, anchor, anchor_windows, render_segment
 from ..workspace import MemoryFile
 from .backend import IndexBackend
-from .rows import ChunkState, FileText
+from .rows import ChunkState, FileRecord, FileText
 from .writes import (
     IndexContext,
     SyncReport,
@@ -76,6 +76,21 @@ class TailState:
             return None
 
 
+@dataclass(frozen=True)
+class Span:
+    """Bytes of a transcript to index: ``data``, the file's bytes from ``base.offset`` on,
+    chunked after ``base``'s open chunk; ``rows`` are the chunk rows this may replace. A whole
+    read starts from an empty state and may replace all of the file's rows."""
+
+    data: bytes
+    mtime: float
+    file_hash: str | None = None  # the whole file's content hash; None for a tail
+    base: TailState = field(default_factory=TailState)
+    rows: list[ChunkState] = field(default_factory=list)  # the rows it may replace
+    windows: tuple[bytes, bytes] = (b"", b"")  # the anchor windows before ``base.offset``
+    lines_before: int = 0  # the file's lines before ``base.offset`` (its pending ones not)
+
+
 def _open(path, folders=0):  # a seam for tests that count the bytes a sync reads
     return open_regular(path, folders)  # never through a symlink put there since the walk
 
@@ -98,11 +113,8 @@ def sync_transcript(store, ctx, mf: MemoryFile, st, state, report: SyncReport) -
                 store.touch_file(mf.path, st.st_mtime, st.st_size)
                 report.unchanged += 1
                 return
-            rows = store.chunk_rows(mf.path)
-            whole = TailState()
-            _index_transcript(
-                store, ctx, mf, data, whole, rows, (b"", b""), 0, file_hash, st.st_mtime, report
-            )
+            whole = Span(data, st.st_mtime, file_hash, rows=store.chunk_rows(mf.path))
+            _index_transcript(store, ctx, mf, whole, report)
     except FileNotFoundError:  # deleted while we looked
         return
     except (OSError, SourceError) as exc:
@@ -134,31 +146,17 @@ def _index_tail(store: IndexBackend, ctx, mf: MemoryFile, fh, st, report: SyncRe
     fh.seek(tail.offset)
     data = fh.read(st.st_size - tail.offset)
     lines_before = saved[0] - len(tail.pending)
-    _index_transcript(
-        store, ctx, mf, data, tail, rows, windows, lines_before, None, st.st_mtime, report
-    )
+    span = Span(data, st.st_mtime, None, tail, rows, windows, lines_before)
+    _index_transcript(store, ctx, mf, span, report)
     report.appended += 1
     return True
 
 
 def _index_transcript(
-    store: IndexBackend,
-    ctx: IndexContext,
-    mf: MemoryFile,
-    data: bytes,
-    base: TailState,
-    rows: list[ChunkState],
-    windows: tuple[bytes, bytes],
-    lines_before: int,
-    file_hash: str | None,
-    mtime: float,
-    report: SyncReport,
+    store: IndexBackend, ctx: IndexContext, mf: MemoryFile, span: Span, report: SyncReport
 ) -> None:
-    """Index ``data``, the file's bytes from ``base.offset`` on, after ``base``'s open chunk.
-
-    ``rows`` are the chunk rows this may replace (all of the file's for a whole read), and
-    ``windows`` the anchor windows before ``base.offset``. ``file_hash`` is None for a tail.
-    """
+    """Index ``span``: a whole read, or the tail appended after what the index holds."""
+    data, base, rows = span.data, span.base, span.rows
     seg = render_segment(data, base.line, mf.path)
     lines = [t for _, t in base.carry] + seg.lines
     numbers = [n for n, _ in base.carry] + seg.numbers
@@ -184,7 +182,7 @@ def _index_transcript(
     ids = [r.id for r in rows[:keep]] + [cid for cid, _ in added]
 
     offset = base.offset + seg.consumed
-    head, before = windows
+    head, before = span.windows
     head = (head + data[:ANCHOR_BYTES])[: min(ANCHOR_BYTES, offset)]
     before = (before + data[max(0, seg.consumed - ANCHOR_BYTES) : seg.consumed])[-ANCHOR_BYTES:]
     state = TailState(
@@ -198,20 +196,21 @@ def _index_transcript(
     )
     tail = state.to_json() if carry is not None else None  # None: read it whole next time
     size = base.offset + len(data)
-    d = file_date(mf.path, mtime)
+    d = file_date(mf.path, span.mtime)
     day = d.isoformat() if d else None
-    n_lines = lines_before + len(seg.numbers) + len(seg.pending)
+    n_lines = span.lines_before + len(seg.numbers) + len(seg.pending)
     # Without a tail state the line map leaves the pending lines out: so does the text.
     text = FileText.of_lines(seg.lines, seg.pending if tail is not None else ())
-    if file_hash is not None:
-        store.upsert_file(
-            mf.path, mf.source, file_hash, mtime, size, day, n_lines, seg.numbers, tail, text
-        )
+    # A tail's hash is no content hash (that would mean reading the whole file): it can never
+    # equal one, so a same-size rewrite is still caught by the whole-file check.
+    mark = span.file_hash if span.file_hash is not None else f"tail:{state.anchor}:{size}"
+    record = FileRecord(
+        mf.path, mf.source, mark, span.mtime, size, day, n_lines, seg.numbers, tail, text
+    )
+    if span.file_hash is not None:
+        store.upsert_file(record)
     else:
-        # Not a content hash (that would mean reading the whole file): it can never equal
-        # one, so a same-size rewrite is still caught by the whole-file check.
-        mark = f"tail:{state.anchor}:{size}"
-        store.extend_file(mf.path, mark, mtime, size, day, n_lines, seg.numbers, tail, text)
+        store.extend_file(record)  # the line map and the text: what was appended
     report.indexed += 1
     vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])
 

@@ -20,7 +20,7 @@ from ..sources.markdown import content_hash
 from ..workspace import MemoryFile, Workspace
 from .backend import IndexBackend
 from .cache import CacheKey
-from .rows import FileText, from_blob
+from .rows import FileRecord, FileText, from_blob
 
 log = logging.getLogger(__name__)
 
@@ -95,15 +95,17 @@ def index_document(
     removed, added = store.replace_chunks(mf.path, mf.source, chunks, known, model)
     d = file_date(mf.path, mtime)
     store.upsert_file(
-        mf.path,
-        mf.source,
-        content_hash(data),
-        recorded_mtime(mtime if stamp is None else stamp),
-        len(data),
-        d.isoformat() if d else None,
-        len(lines),
-        src.line_map,
-        text=file_text(src),
+        FileRecord(
+            mf.path,
+            mf.source,
+            content_hash(data),
+            recorded_mtime(mtime if stamp is None else stamp),
+            len(data),
+            d.isoformat() if d else None,
+            len(lines),
+            src.line_map,
+            text=file_text(src),
+        )
     )
     report.indexed += 1
     vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])

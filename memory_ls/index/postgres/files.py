@@ -11,11 +11,11 @@ the file's hash after it was written; a text whose last part does not carry the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..rows import FileInfo, FileState, FileText, stored_line_map
+from ..rows import FileInfo, FileRecord, FileState, FileText, stored_line_map
 from .database import Session
 
 
@@ -51,20 +51,9 @@ def infos(s: Session, paths: Iterable[str]) -> dict[str, FileInfo]:
     return {p: (src, n, stored_line_map(m, tail), d) for p, src, n, m, d, tail in rows}
 
 
-def upsert(
-    s: Session,
-    path: str,
-    source: str,
-    hash_: str,
-    mtime: float,
-    size: int,
-    date: str | None,
-    lines: int,
-    line_map: Sequence[int] | None = None,
-    tail: dict[str, Any] | None = None,
-    text: FileText | None = None,
-) -> None:
-    s.lock_path(path)
+def upsert(s: Session, record: FileRecord) -> None:
+    """Write a file's row and, when the record carries one, its text (as part 0)."""
+    s.lock_path(record.path)
     s.q(
         "INSERT INTO memory_files (ns, path, source, hash, mtime, size, date, lines, "
         "line_map, tail, origin) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
@@ -74,51 +63,43 @@ def upsert(
         "tail = excluded.tail, origin = excluded.origin, updated_at = now()",
         (
             s.ns,
-            path,
-            source,
-            hash_,
-            mtime,
-            size,
-            date,
-            lines,
-            json.dumps(list(line_map)) if line_map else None,
-            json.dumps(tail, separators=(",", ":")) if tail is not None else None,
+            record.path,
+            record.source,
+            record.hash,
+            record.mtime,
+            record.size,
+            record.date,
+            record.lines,
+            json.dumps(list(record.line_map)) if record.line_map else None,
+            _tail_json(record.tail),
             s.db.origin,
         ),
     )
-    s.q("DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", (s.ns, path))
-    if text is not None:
-        _put_part(s, path, 0, hash_, text)
+    s.q("DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", (s.ns, record.path))
+    if record.text is not None:
+        _put_part(s, record.path, 0, record.hash, record.text)
 
 
-def extend(
-    s: Session,
-    path: str,
-    hash_: str,
-    mtime: float,
-    size: int,
-    date: str | None,
-    lines: int,
-    more_map: Sequence[int],
-    tail: dict[str, Any] | None,
-    text: FileText | None = None,
-) -> None:
+def extend(s: Session, record: FileRecord) -> None:
+    """A transcript's appended tail: ``record.line_map`` extends the row's line map and
+    ``record.text`` is appended as the text's next part; the rest of the row is replaced."""
+    path = record.path
     s.lock_path(path)
     row = s.q(
         "SELECT line_map, hash FROM memory_files WHERE ns = %s AND path = %s", (s.ns, path)
     ).fetchone()
-    line_map = (json.loads(row[0]) if row and row[0] else []) + list(more_map)
+    line_map = (json.loads(row[0]) if row and row[0] else []) + list(record.line_map or ())
     s.q(
         "UPDATE memory_files SET hash = %s, mtime = %s, size = %s, date = %s, lines = %s, "
         "tail = %s, line_map = %s, origin = %s, updated_at = now() "
         "WHERE ns = %s AND path = %s",
         (
-            hash_,
-            mtime,
-            size,
-            date,
-            lines,
-            json.dumps(tail, separators=(",", ":")) if tail is not None else None,
+            record.hash,
+            record.mtime,
+            record.size,
+            record.date,
+            record.lines,
+            _tail_json(record.tail),
             json.dumps(line_map) if line_map else None,
             s.db.origin,
             s.ns,
@@ -130,12 +111,16 @@ def extend(
         "ORDER BY part DESC LIMIT 1",
         (s.ns, path),
     ).fetchone()
-    if text is None or row is None or last is None or last[1] != row[1]:
+    if record.text is None or row is None or last is None or last[1] != row[1]:
         # What was there is not the text before this tail: serve nothing rather than a text
         # with a hole; the next whole read of the file writes it again.
         s.q("DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", (s.ns, path))
         return
-    _put_part(s, path, int(last[0]) + 1, hash_, text)
+    _put_part(s, path, int(last[0]) + 1, record.hash, record.text)
+
+
+def _tail_json(tail: dict[str, Any] | None) -> str | None:
+    return json.dumps(tail, separators=(",", ":")) if tail is not None else None
 
 
 def _put_part(s: Session, path: str, part: int, hash_: str, text: FileText) -> None:
