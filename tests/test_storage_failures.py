@@ -11,7 +11,9 @@ from conftest import write
 
 from memory_ls.cli import main
 from memory_ls.engine import MemoryEngine
+from memory_ls.index import schema
 from memory_ls.index.schema import DatabaseError, IndexPathError, connect, is_unusable_file
+from memory_ls.index.store import Store
 from memory_ls.settings import Settings, load
 
 
@@ -80,6 +82,44 @@ def _damage_table(idx: Path, table: str) -> None:
     with idx.open("r+b") as f:
         f.seek((root[0] - 1) * page)
         f.write(b"\xa5" * page)
+
+
+def test_an_upgrade_cut_short_keeps_the_steps_it_made_and_carries_on(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Numbered and append-only: one step per version after the oldest an index can upgrade from.
+    steps = range(schema.OLDEST_UPGRADED + 1, schema.SCHEMA_VERSION + 1)
+    assert sorted(schema.MIGRATIONS) == list(steps)
+    idx = tmp_path / "idx.sqlite"
+    with keyword(ws, idx) as e:
+        e.sync()
+    conn, _ = connect(idx, vec=False)  # back to schema 2 (its step to 3 then finds nothing)
+    conn.executescript(
+        "DROP INDEX chunks_lines_pending; ALTER TABLE chunks DROP COLUMN lines;"
+        "UPDATE meta SET value = '2' WHERE key = 'schema';"
+    )
+    conn.close()
+
+    def fail(conn: object) -> None:
+        raise RuntimeError("killed")
+
+    def version() -> str:
+        conn, _ = connect(idx, vec=False)
+        try:
+            return str(conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0])
+        finally:
+            conn.close()
+
+    with monkeypatch.context() as m:
+        m.setitem(schema.MIGRATIONS, 4, fail)
+        with pytest.raises(RuntimeError):
+            Store.open(idx)
+    assert version() == "3"  # step 3 kept, and the failed step 4 left nothing behind
+    Store.open(idx).close()
+    assert version() == str(schema.SCHEMA_VERSION)
+    with keyword(ws, idx) as e:
+        assert not e.needs_rebuild and e.search("token bucket").results
+    assert not list(tmp_path.glob("*.corrupt-*"))
 
 
 def test_a_forced_rebuild_repairs_an_index_damaged_where_opening_does_not_look(

@@ -1,4 +1,18 @@
-"""SQLite schema of the index, and the connection that loads sqlite-vec where it can."""
+"""SQLite schema of the index, and the connection that loads sqlite-vec where it can.
+
+A new index is made by ``DDL`` at the current schema version (``SCHEMA_VERSION``, kept in
+``meta``'s ``schema`` row). An index of an older version is brought up to date in place by
+``MIGRATIONS``, numbered and append-only as the team index's are (``postgres/migrations.py``):
+``upgrade`` runs each step after the index's version once, in order, each in its own
+transaction that records its number as the schema version, so an upgrade cut short carries on
+from where it stopped. A version this code does not know is moved aside and rebuilt.
+
+To change the schema: change ``DDL`` (what a new index gets), then append ``N: _vN`` to
+``MIGRATIONS``, a function that brings an index of version N-1 to N (written so that it also
+leaves alone what is already there), and add N to ``VACUUM_AFTER`` when it frees many pages.
+Never edit or renumber a migration that shipped. A change that only a rebuild can make (the
+chunking, the tokenizer's rules) goes through the meta the engine compares, not here.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +20,7 @@ import logging
 import os
 import sqlite3 as _stdlib_sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -15,12 +30,6 @@ import numpy as np
 from ..text import fts_text, rules_stamp
 
 log = logging.getLogger(__name__)
-
-# 2: files.tail, where a growing transcript's next sync starts reading (upgraded in place).
-# 3: a third of the size (upgraded in place, see upgrade_to_3): chunk vectors in their own table
-#    as float16, the FTS5 table contentless, the cache holding each vector once.
-# 4: line vectors (chunk_lines, chunks.lines) for re-scoring by a chunk's best line.
-SCHEMA_VERSION = 4
 
 
 def sqlite_module() -> ModuleType:
@@ -205,33 +214,16 @@ def _columns(conn: Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def upgrade(conn: Connection, version: str) -> bool:
-    """Bring an index of an older schema up to date in place, in one transaction; False when
-    it cannot be (the caller then moves it aside and rebuilds)."""
-    if version not in ("1", "2", "3"):
-        return False
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if "tail" not in _columns(conn, "files"):  # transcripts: read whole once, then by tail
-            conn.execute("ALTER TABLE files ADD COLUMN tail TEXT")
-        _upgrade_to_3(conn)
-        if "lines" not in _columns(conn, "chunks"):  # 4: every chunk's lines still to embed
-            conn.execute("ALTER TABLE chunks ADD COLUMN lines INTEGER NOT NULL DEFAULT 0")
-            conn.execute(LINES_PENDING)
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    if version != "3":  # 3 -> 4 adds a column and frees nothing
-        conn.execute("VACUUM")  # hand the freed pages back: the file shrinks to its new size
-    return True
+def _v2(conn: Connection) -> None:
+    """files.tail, where a growing transcript's next sync starts reading (each is read whole
+    once, then by its tail)."""
+    if "tail" not in _columns(conn, "files"):
+        conn.execute("ALTER TABLE files ADD COLUMN tail TEXT")
 
 
-def _upgrade_to_3(conn: Connection) -> None:
-    """Vectors out of ``chunks`` into ``chunk_vectors`` as float16, FTS5 contentless, and the
-    cache without the vectors that chunks hold."""
+def _v3(conn: Connection) -> None:
+    """A third of the size: chunk vectors out of ``chunks`` into ``chunk_vectors`` as float16,
+    the FTS5 table contentless, and the cache without the vectors that chunks hold."""
     conn.create_function("f16", 1, f16_blob, deterministic=True)
     if "embedding" in _columns(conn, "chunks"):
         conn.execute("ALTER TABLE chunks ADD COLUMN vec INTEGER NOT NULL DEFAULT 0")
@@ -266,6 +258,51 @@ def _upgrade_to_3(conn: Connection) -> None:
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (rules_stamp(),),
         )
+
+
+def _v4(conn: Connection) -> None:
+    """Line vectors (chunk_lines, chunks.lines) for re-scoring by a chunk's best line: every
+    chunk's lines are still to embed (``chunk_lines`` itself comes with ``DDL``)."""
+    if "lines" not in _columns(conn, "chunks"):
+        conn.execute("ALTER TABLE chunks ADD COLUMN lines INTEGER NOT NULL DEFAULT 0")
+        conn.execute(LINES_PENDING)
+
+
+# Version -> the step that brings an index of the version before it there. Append-only.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2, 3: _v3, 4: _v4}
+SCHEMA_VERSION = max(MIGRATIONS)
+OLDEST_UPGRADED = min(MIGRATIONS) - 1  # older indexes (none were made) are rebuilt
+VACUUM_AFTER = {3}  # steps that free pages: the file is then handed back its free space
+
+
+def upgrade(conn: Connection, version: str) -> bool:
+    """Bring an index of an older schema ``version`` up to date in place; False when it
+    cannot be (a version this code does not know: the caller moves it aside and rebuilds)."""
+    if version not in {str(v) for v in range(OLDEST_UPGRADED, SCHEMA_VERSION)}:
+        return False
+    steps = range(int(version) + 1, SCHEMA_VERSION + 1)
+    for step in steps:
+        _migrate(conn, step)
+    if VACUUM_AFTER.intersection(steps):
+        conn.execute("VACUUM")  # hand the freed pages back: the file shrinks to its new size
+    return True
+
+
+def _migrate(conn: Connection, step: int) -> None:
+    """Run migration ``step`` and record it as the schema version, in one transaction;
+    nothing when another process opening the same index has run it meanwhile."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if not (row and str(row[0]).isdigit() and int(row[0]) >= step):
+            MIGRATIONS[step](conn)
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(step),))
+            log.info("index schema migrated to version %d", step)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def f16_blob(blob: bytes) -> bytes:

@@ -6,6 +6,11 @@ memories and every statement is scoped (row-level security can be added on ``ns`
 Keyword search uses a text search configuration of the english Snowball stemmer with no stop
 words, fed tokens that Python already split, folded and cut into CJK bigrams (``tokens.py``),
 so both backends index the same words.
+
+To change the schema, as for the SQLite index (``index/schema.py``): append ``N: _vN`` to
+``MIGRATIONS`` (the statements that bring version N-1 to N) and N to ``READABLE_FROM``; never
+edit or renumber a migration that shipped. ``migrate`` runs the ones a database lacks, once,
+in order, recording each version.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ from .errors import PrimaryUnavailable
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
 MIGRATION_LOCK = 0x6D656D6F  # pg_advisory_xact_lock key shared by every memory-ls client
 TS_CONFIG = "memory_ls_english"
 MIN_PGVECTOR = (0, 5)  # HNSW
@@ -154,7 +158,9 @@ BEGIN
 END $$"""
 
 
+# Version -> the statements that bring a database of the version before it there. Append-only.
 MIGRATIONS = {1: _v1, 2: _v2, 3: _v3}
+SCHEMA_VERSION = max(MIGRATIONS)
 # Per version, the oldest schema version a client must know to use such a database: a later
 # migration that only adds what older clients can ignore keeps it low, so clients need not all
 # be upgraded at once. Clients before version 2 do not read it: they refuse anything newer.
