@@ -85,8 +85,8 @@ def test_score_normalises_bm25_and_weighs_coverage(engine: MemoryEngine):
     by_path = {r.path: c for c, r in ctx.kept}
     best = by_path["memory/2026-01-10-api.md"]
     assert best.text_rel == 1.0  # the best keyword match
-    assert 0 < ctx.measured.cover < 1  # it lacks "walrus"
-    assert best.text == pytest.approx(ctx.measured.cover)
+    assert 0 < ctx.cover < 1  # it lacks "walrus"
+    assert best.text == pytest.approx(ctx.cover)
     other = by_path["memory/2026-02-01-cache.md"]
     assert 0 < other.text_rel < 1
     assert other.score == max(other.text, KEYWORD_ALONE * other.text_rel)
@@ -102,7 +102,7 @@ def test_select_gates_on_the_best_score(engine: MemoryEngine):
         select(ctx)
         out = present(ctx)
     assert ctx.picked == [] and out.hits == []
-    best = max(ctx.measured.cover, KEYWORD_ALONE)  # the best keyword match's floor
+    best = max(ctx.cover, KEYWORD_ALONE)  # the best keyword match's floor
     assert out.below_min_score == 2 and out.best_below == pytest.approx(best)
 
 

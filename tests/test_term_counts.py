@@ -1,5 +1,5 @@
 """Scoring text against another index's statistics (``index/term_counts.py``), merging the
-unsaved text's hits into a team search (``engine/team/unsaved.merge``) and the caches of its
+unsaved text's vectors into a team search (``engine/team/sources.py``) and the caches of its
 vectors, on a real SQLite index."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from conftest import write
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.engine.team import unsaved
-from memory_ls.engine.team.unsaved import keep_recent, merge
+from memory_ls.engine.team.sources import BothVectors, mine, split
+from memory_ls.engine.team.unsaved import keep_recent
 from memory_ls.index.line_vectors import ChunkLines
 from memory_ls.index.term_counts import bm25, count_terms, parse_match
-from memory_ls.search.context import Outcome
 from memory_ls.search.query import match_expression, query_terms
-from memory_ls.search.results import SearchHit
+from memory_ls.search.vector import VectorIndex
 from memory_ls.settings import Settings
 
 NOTES = {
@@ -60,54 +60,29 @@ def test_bm25_from_counted_terms_is_fts5s(tmp_path: Path, query: str) -> None:
         assert got[cid] == pytest.approx(rank, rel=1e-9, abs=1e-12)
 
 
-def hit(path: str, score: float, line: int = 1) -> SearchHit:
-    return SearchHit(path, line, line, score, "text", "memory", f"{path}#L{line}")
+def unit(*rows: list[float]) -> np.ndarray:
+    m = np.array(rows, dtype=np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
-def test_merge_places_unsaved_hits_by_score_and_gates_the_whole_list() -> None:
-    team = Outcome([hit("a.md", 0.9), hit("b.md", 0.5), hit("c.md", 0.1)], "hybrid")
-    mine = Outcome(
-        [hit("draft.md", 0.7, 3), hit("draft.md", 0.3, 9), hit("draft.md", 0.1, 12)],
-        "hybrid",
-        below_min_score=2,
-        best_below=0.05,
-    )
-    out = merge(team, mine, limit=3, threshold=0.35)
-    # the unsaved hits take their places by score among the team's; the 0.1s are under half
-    # of minScore and counted with what each side already left out; cut to the limit
-    assert [(h.path, h.score) for h in out.hits] == [
-        ("a.md", 0.9),
-        ("draft.md", 0.7),
-        ("b.md", 0.5),
-    ]
-    assert out.below_min_score == 4 and out.best_below == 0.1
-    # nothing reaches minScore: no answer, and the counts say what fell short
-    weak = merge(
-        Outcome([hit("b.md", 0.3)], "hybrid"), Outcome([hit("draft.md", 0.25)], "hybrid"), 6, 0.35
-    )
-    assert weak.hits == [] and weak.below_min_score == 2 and weak.best_below == 0.3
-    # an unsaved hit that reaches minScore answers even where the team had nothing
-    alone = merge(Outcome([], "hybrid"), Outcome([hit("draft.md", 0.6)], "hybrid"), 6, 0.35)
-    assert [h.path for h in alone.hits] == ["draft.md"]
-
-
-def test_merge_balances_sources_over_both_lists() -> None:
-    def hits(source: str, *scores: float) -> list[SearchHit]:
-        return [
-            SearchHit(f"{source}-{i}.md", 1, 1, s, "t", source, f"{source}-{i}.md#L1")
-            for i, s in enumerate(scores)
-        ]
-
-    team = Outcome(hits("memory", 0.9, 0.8, 0.7, 0.6) + hits("sessions", 0.5, 0.45), "hybrid")
-    mine = Outcome(hits("unsaved", 0.95, 0.85), "hybrid")
-    for h in mine.hits:
-        h.source = "memory"
-    out = merge(team, mine, limit=6, threshold=0.35)
-    # a chatty source keeps at most two thirds of the list when others have candidates
-    assert [h.source for h in out.hits].count("sessions") == 2
-    assert [h.score for h in out.hits] == [0.95, 0.9, 0.85, 0.8, 0.5, 0.45]
-    unbalanced = merge(team, mine, limit=6, threshold=0.35, balance=False)
-    assert [h.score for h in unbalanced.hits] == [0.95, 0.9, 0.85, 0.8, 0.7, 0.6]
+def test_team_and_unsaved_vectors_meet_by_cosine_on_the_teams_background() -> None:
+    """The vector side of a team search with unsaved text: the team's nearest and every
+    unsaved chunk in one list by cosine, local ids told apart (-(i + 1)), and the team's corpus
+    as the query's background."""
+    team_m = unit([1, 0, 0], [0, 1, 0], [0.7, 0.7, 0])
+    mine_m = unit([0.9, 0.1, 0], [0, 0, 1])
+    team = VectorIndex(lambda _large: (np.array([10, 11, 12]), team_m))
+    local = VectorIndex(lambda _large: (np.array([1, 2]), mine_m))
+    both = BothVectors(team, local, 2)
+    q = unit([1, 0, 0])[0]
+    found, corpus = both.knn(q, 2)
+    assert [i for i, _ in found] == [10, mine(1), 12, mine(2)]
+    assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+    _, team_corpus = team.knn(q, 2)
+    assert corpus == team_corpus
+    sims = both.similarity(q, [11, mine(2), mine(1)])
+    assert sims[11] == pytest.approx(0.0, abs=1e-6) and sims[mine(1)] > 0.99
+    assert split([10, mine(1), mine(2), 0]) == ([10, 0], [1, 2])
 
 
 def test_kept_vectors_of_unsaved_text_stay_within_their_byte_budget() -> None:

@@ -1,7 +1,6 @@
 """The values the search pipeline passes along (``pipeline.py``): what a search is given
 (``Inputs``), what the plan stage decides (``Plan``), the one working value every stage reads
-and fills (``Context``), and what a search answers (``Outcome``, with the ``Scale`` its scores
-were measured on).
+and fills (``Context``), and what a search answers (``Outcome``).
 """
 
 from __future__ import annotations
@@ -20,50 +19,23 @@ from .calibrate import Background, Policy
 from .fusion import Candidate
 from .request import SearchRequest, Term
 from .results import SearchHit
-from .vector import SqliteVecIndex, VectorIndex
-
-Vectors = VectorIndex | SqliteVecIndex
-
-
-@dataclass(frozen=True)
-class Scale:
-    """What one search's scores were measured against, so that candidates from another
-    source (an editor's unsaved text beside the team index) are scored as they would have
-    been among its own: the best keyword match (BM25 rank, lower is better; 0.0: none) and how
-    much of the query it holds, the vector side's background, the best fused score before and
-    after calibration (the "lift" policy's factor is their ratio) and the words' frequencies."""
-
-    best_bm25: float = 0.0
-    cover: float = 0.0
-    background: Background | None = None
-    best_raw: float = 0.0
-    best_calibrated: float = 0.0
-    # the query words' document frequencies and the chunk count they were counted among
-    words: tuple[str, ...] = ()
-    df: tuple[int, ...] = ()
-    total: int = 0
-    lines: bool = True  # whether vector scores were re-scored by line vectors
-    avgdl: float = 1.0  # the index's average chunk length in tokens (set by its owner)
+from .vector import VectorSource
 
 
 @dataclass(frozen=True)
 class Inputs:
-    """One search as the pipeline is given it. ``reference``: the model's vectors of the
-    calibration passages (calibrate.py), so even a tiny corpus gives each query a background
-    to stand out from. ``scale``: another search's (``Outcome.scale``) to score these
-    candidates on. ``exclude``: files whose chunks are left out (their text is searched
-    elsewhere). ``gate=False``: the results stand even when the best is under minScore (the
-    caller gates several lists as one)."""
+    """One search as the pipeline is given it: where its candidates come from (``store``
+    and ``vectors``: one index, or the team index with an editor's unsaved text,
+    ``engine/team/sources.py``), the query's vector, the resolved request, the folder's query
+    settings. ``reference``: the model's vectors of the calibration passages (calibrate.py),
+    so even a tiny corpus gives each query a background to stand out from."""
 
     store: SearchSource
-    vectors: Vectors | None
+    vectors: VectorSource | None
     qvec: np.ndarray | None
     req: SearchRequest  # resolved
     qs: QuerySettings
     reference: np.ndarray | None = None
-    scale: Scale | None = None
-    exclude: frozenset[str] = frozenset()
-    gate: bool = True
     today: date = field(default_factory=lambda: datetime.now(UTC).date())  # temporal decay's
 
 
@@ -107,7 +79,9 @@ class Context:
     background: Background | None = None  # score: what the query's cosines stand out from
     policy: Policy = "off"
     closest: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    measured: Scale = field(default_factory=Scale)  # score: this search's scale
+    best_bm25: float = 0.0  # score: the best keyword match (FTS5 rank; 0.0: none)
+    cover: float = 0.0  # ... and how much of the query it holds
+    used_lines: bool = False  # whether cosines were re-scored by line vectors
     lift: float = 1.0
     scored: list[tuple[Candidate, ChunkRow]] = field(default_factory=list)  # select
     picked: list[tuple[Candidate, ChunkRow]] = field(default_factory=list)
@@ -125,5 +99,4 @@ class Outcome:
     mode: str  # "hybrid" | "keyword" | "vector"
     below_min_score: int = 0  # candidates that matched but scored under minScore
     best_below: float | None = None  # the best of those
-    scale: Scale = Scale()
     explain: dict[str, Any] | None = None  # the search's plan and stages, when asked

@@ -44,10 +44,7 @@ def keyword_plan(inp: Inputs) -> KeywordPlan:
     words = [w for w, _ in every]
     if not every:
         return KeywordPlan()
-    if inp.scale is not None and inp.scale.words == tuple(words):
-        df, total = list(inp.scale.df), inp.scale.total  # the other search's counts
-    else:
-        df, total = inp.store.doc_frequencies(words)
+    df, total = inp.store.doc_frequencies(words)
     searched: list[Term] = every
     budgeted: list[Term] = []
     if len(every) > 1:

@@ -3,13 +3,12 @@ matches, the terms found) and, when the search explains, each hit's trace and th
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .citations import format_citation
-from .context import Context, Outcome, Scale
+from .context import Context, Outcome
 from .fusion import Candidate
 from .highlight import highlight_rows
 from .results import SearchHit
@@ -42,16 +41,13 @@ def present(ctx: Context) -> Outcome:
     ]
     best_below = ctx.best_below if ctx.below else None
     explain = search_trace(ctx) if ctx.explain else None
-    return Outcome(hits, mode, ctx.below, best_below, ctx.measured, explain)
+    return Outcome(hits, mode, ctx.below, best_below, explain)
 
 
 def nothing_found(ctx: Context) -> Outcome:
-    """No side found a candidate: what was counted still sets the scale for candidates found
-    elsewhere (unsaved text beside the team index)."""
-    kw = ctx.plan.keywords
-    counted = replace(ctx.inputs.scale or Scale(), words=kw.words, df=kw.df, total=kw.total)
+    """No side found a candidate."""
     explain = search_trace(ctx) if ctx.explain else None
-    return Outcome([], ctx.plan.mode, scale=counted, explain=explain)
+    return Outcome([], ctx.plan.mode, explain=explain)
 
 
 def snippet(text: str, limit: int) -> str:
@@ -159,8 +155,8 @@ def _keyword_trace(ctx: Context) -> dict[str, Any] | None:
         "leftOut": kw.left_out or None,
         "documentFrequencies": dict(zip(kw.words, kw.df, strict=True)),
         "chunks": kw.total,
-        "bestBm25": _round(ctx.measured.best_bm25),
-        "coverage": _round(ctx.measured.cover),
+        "bestBm25": _round(ctx.best_bm25),
+        "coverage": _round(ctx.cover),
     }
 
 
@@ -170,5 +166,5 @@ def _vector_trace(ctx: Context) -> dict[str, Any]:
         "calibration": ctx.policy,
         "background": {"mean": _round(bg.mean), "std": _round(bg.std)} if bg else None,
         "lift": _round(ctx.lift),
-        "lines": ctx.measured.lines,
+        "lines": ctx.used_lines,
     }

@@ -94,7 +94,7 @@ def keep(ctx: Context) -> None:
     ctx.kept = [
         (c, rows[cid])
         for cid, c in ctx.cands.items()
-        if cid in rows and rows[cid].path not in inp.exclude and passes(rows[cid], f, inp.req)
+        if cid in rows and passes(rows[cid], f, inp.req)
     ]
     if f.required or f.excluded:
         holds = with_words([r.text for _, r in ctx.kept], f.required, f.excluded)

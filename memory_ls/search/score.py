@@ -1,10 +1,7 @@
 """Stage 3, score: BM25 normalised against the best match and weighted by how much of the
 query it holds, the vector side's cosines re-scored by their best line and calibrated against
-the query's background, both sides fused, then the "lift" calibration's one factor.
-
-Every candidate of one search is scored on one ``Scale``; a search given another's scale
-(unsaved text beside the team index) scores its candidates as if they had been among that
-search's own.
+the query's background, both sides fused, then the "lift" calibration's one factor. Every
+candidate of a search is scored in one pass, on the same figures, whichever source found it.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import numpy as np
 from ..index.backend import LineReader, SearchSource
 from ..settings.query import LineSettings
 from .calibrate import Moments, background, lift, policy
-from .context import Context, Scale
+from .context import Context
 from .fusion import KEYWORD_ALONE, Candidate, bm25_score, coverage, fuse_rrf, fuse_weighted
 from .highlight import terms_in
 
@@ -27,28 +24,15 @@ LINE_CANDIDATES = 30
 
 
 def score(ctx: Context) -> None:
-    """Give every kept candidate its ``score``, and ``ctx.measured`` the search's scale."""
-    best_bm, cover = _keyword_scores(ctx)
-    used_lines = True  # no vector side: nothing to re-score, nothing for others to follow
+    """Give every kept candidate its ``score``."""
+    _keyword_scores(ctx)
     if ctx.plan.vector_side:
         _background(ctx)
-        used_lines = _vector_scores(ctx)
+        _vector_scores(ctx)
     for c, _ in ctx.kept:
         c.score = fused(ctx, c)
         c.note(fused=c.score)
-    best_raw, best_calibrated = _lift(ctx)
-    kw = ctx.plan.keywords
-    ctx.measured = Scale(
-        best_bm,
-        cover,
-        ctx.background,
-        best_raw,
-        best_calibrated,
-        kw.words,
-        kw.df,
-        kw.total,
-        lines=used_lines,
-    )
+    _lift(ctx)
 
 
 def fused(ctx: Context, c: Candidate) -> float:
@@ -62,24 +46,22 @@ def fused(ctx: Context, c: Candidate) -> float:
     return fuse_weighted(c, hy.vector_weight, hy.text_weight)
 
 
-def _keyword_scores(ctx: Context) -> tuple[float, float]:
+def _keyword_scores(ctx: Context) -> None:
     """Normalise BM25 against the best match that survived the filters, so that the best
     keyword hit of a filtered search still scores 1.0 and passes minScore; weigh it by how much
     of the query that match holds (IDF-weighted): a match on one common word of a long
     question is no answer, however well it ranks among the matches."""
-    kw, bm25, scale = ctx.plan.keywords, ctx.bm25, ctx.inputs.scale
+    kw, bm25 = ctx.plan.keywords, ctx.bm25
     best_bm = min((bm25[c.chunk_id] for c, _ in ctx.kept if c.chunk_id in bm25), default=0.0)
     best_text = next((r.text for c, r in ctx.kept if bm25.get(c.chunk_id) == best_bm), None)
     terms = list(kw.terms)
     cover = coverage(terms_in(best_text, terms), terms, kw.df, kw.total) if best_text else 0.0
-    if scale is not None and scale.best_bm25 < best_bm:
-        best_bm, cover = scale.best_bm25, scale.cover
     for c, _ in ctx.kept:
         if c.chunk_id in bm25:
             c.text_rel = bm25_score(bm25[c.chunk_id], best_bm)
             c.text = cover * c.text_rel
             c.note(bm25=bm25[c.chunk_id], relative=c.text_rel, coverage=cover, text=c.text)
-    return best_bm, cover
+    ctx.best_bm25, ctx.cover = best_bm, cover
 
 
 def _background(ctx: Context) -> None:
@@ -89,14 +71,11 @@ def _background(ctx: Context) -> None:
     ref = inp.reference
     moments = Moments.of(ref @ inp.qvec) if ref is not None and len(ref) else None
     ctx.policy = policy(inp.qs.calibrate, ref)
-    bg = background(ctx.corpus, moments) if ctx.policy != "off" else None
-    if inp.scale is not None and inp.scale.background is not None and bg is not None:
-        bg = inp.scale.background
-    ctx.background = bg
+    ctx.background = background(ctx.corpus, moments) if ctx.policy != "off" else None
 
 
-def _vector_scores(ctx: Context) -> bool:
-    """Re-score by lines, then calibrate ("scores" policy); whether lines were used."""
+def _vector_scores(ctx: Context) -> None:
+    """Re-score by lines, then calibrate ("scores" policy)."""
     inp, bg = ctx.inputs, ctx.background
     assert inp.qvec is not None
     calibrating = bg is not None and ctx.policy == "scores"
@@ -106,9 +85,8 @@ def _vector_scores(ctx: Context) -> bool:
             return fused(ctx, replace(c, vector=bg.score(c.vector)))
         return fused(ctx, c)
 
-    # Candidates from elsewhere are re-scored by lines only as the other search's were.
-    scale = inp.scale
-    lines = line_reader(inp.store, inp.qs.lines) if scale is None or scale.lines else None
+    lines = line_reader(inp.store, inp.qs.lines)
+    ctx.used_lines = lines is not None
     if lines is not None:
         ctx.closest = by_lines(lines, inp.qvec, [c for c, _ in ctx.kept], inp.qs.lines, prelim)
     for c, _ in ctx.kept:
@@ -116,16 +94,15 @@ def _vector_scores(ctx: Context) -> bool:
         if calibrating and bg is not None and c.vector is not None:
             c.vector = bg.score(c.vector)
         c.note(vector=c.vector, vectorRank=c.vector_rank)
-    return lines is not None
 
 
-def _lift(ctx: Context) -> tuple[float, float]:
+def _lift(ctx: Context) -> None:
     """Under the "lift" policy one factor takes the best raw score to the best calibrated one
-    (the order stays the raw one); the best of each before, for another search to follow."""
+    (the order stays the raw one)."""
     bg, mode, kept = ctx.background, ctx.plan.mode, ctx.kept
     weighted = mode == "vector" or ctx.inputs.qs.hybrid.fusion == "weighted"
     if bg is None or ctx.policy != "lift" or not weighted:
-        return 0.0, 0.0
+        return
     calibrated = [
         fused(ctx, replace(c, vector=bg.lift_score(c.vector)))
         for c, _ in kept
@@ -133,13 +110,9 @@ def _lift(ctx: Context) -> tuple[float, float]:
     ]
     best_raw = max((c.score for c, _ in kept), default=0.0)
     best_calibrated = max(calibrated, default=0.0)
-    if (scale := ctx.inputs.scale) is not None:
-        best_raw = max(best_raw, scale.best_raw)
-        best_calibrated = max(best_calibrated, scale.best_calibrated)
     ctx.lift = lift([best_raw], [best_calibrated])
     for c, _ in kept:
         c.score = min(1.0, c.score * ctx.lift)
-    return best_raw, best_calibrated
 
 
 def line_reader(store: SearchSource, ls: LineSettings) -> LineReader | None:

@@ -17,7 +17,7 @@ def select(ctx: Context) -> None:
     # Deterministic: score, then path and line, so equal scores never flip between calls.
     ctx.scored.sort(key=lambda cr: (-cr[0].score, cr[1].path, cr[1].start_line))
     threshold = ctx.inputs.req.threshold
-    if ctx.inputs.gate and ctx.scored and ctx.scored[0][0].score < threshold:
+    if ctx.scored and ctx.scored[0][0].score < threshold:
         # no answer: nothing reaches minScore
         ctx.below += len(ctx.scored)
         ctx.best_below = max(ctx.best_below, ctx.scored[0][0].score)

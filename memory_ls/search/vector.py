@@ -18,7 +18,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,6 +37,14 @@ CODE_BLOCK = 16384  # rows whose sign codes one thread makes at a time
 
 # (float16_from) -> (ids, matrix); the matrix may have more rows than ids: room for appends.
 Loader = Callable[[int], tuple[np.ndarray, np.ndarray]]
+
+
+class VectorSource(Protocol):
+    """What a search reads of the vector side: the nearest chunks with the corpus's moments
+    (the query's background), and the cosine of given chunks."""
+
+    def knn(self, query: np.ndarray, k: int) -> tuple[list[tuple[int, float]], Moments | None]: ...
+    def similarity(self, query: np.ndarray, chunk_ids: Sequence[int]) -> dict[int, float]: ...
 
 
 _ROTATIONS: dict[int, np.ndarray] = {}

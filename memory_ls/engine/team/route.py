@@ -7,17 +7,18 @@ never leaves this machine and is searched beside the team's answer (``unsaved.py
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 from ...index.postgres import PgStore
+from ...index.store import Store
 from ...index.sync import Progress, SyncReport
-from ...search.context import Inputs, Outcome, Scale
+from ...search.context import Inputs, Outcome
 from ...search.pipeline import run as run_search
 from ...search.request import SearchRequest
 from ...search.results import SearchHit
+from ...search.score import line_reader
 from ...search.vector import SqliteVecIndex
 from ...settings import QuerySettings
 from ...workspace import Workspace
@@ -26,8 +27,11 @@ from ..indexer import Indexer
 from ..providers import ProviderPolicy
 from ..route import Answer, IndexStatus, LocalRoute, query_vector
 from . import removals
-from .index import TeamIndex
-from .unsaved import UnsavedText, merge, moved
+from .index import TEAM_ERRORS, TeamIndex
+from .sources import BothVectors, TeamAndUnsaved
+from .unsaved import TeamCounts, UnsavedText
+
+log = logging.getLogger(__name__)
 
 
 class TeamRoute:
@@ -108,28 +112,40 @@ class TeamRoute:
         # Before the read: it may wait for a push and embed, which is not the read's budget.
         calibrate = qvec is not None and qs.calibrate != "off"
         reference = self.team.reference_vectors(db) if calibrate else None
-        team = _TeamSearch(qvec, req, qs, reference, self.unsaved.paths())
-        out = self.team.read(team.answer)
-        if out is None:
-            return None
-        if team.unsaved:
-            out = self._with_unsaved(out, team, req, qs)
-        return out, why
+        paths = self.unsaved.paths()
+
+        def answer(store: PgStore) -> Outcome:
+            team = Inputs(store, SqliteVecIndex(store), qvec, req, qs, reference)
+            return self._answer(team, store, paths)
+
+        out = self.team.read(answer)
+        return None if out is None else (out, why)
+
+    def _answer(self, team: Inputs, store: PgStore, paths: frozenset[str]) -> Outcome:
+        """One pipeline pass over the team index, with the unsaved files' text in place of
+        theirs (``sources.py``). A failure of the unsaved part leaves the team's answer."""
+        if not paths:
+            return run_search(team)
+        try:
+            with self.indexer.reader() as local:
+                return run_search(self._with_unsaved(team, store, local, paths))
+        except TEAM_ERRORS:
+            raise  # the team index failed: its cooldown, and the local index answers
+        except Exception:
+            log.exception("searching unsaved text failed; the team index answers alone")
+            return run_search(team)
 
     def _with_unsaved(
-        self, out: Outcome, team: _TeamSearch, req: SearchRequest, qs: QuerySettings
-    ) -> Outcome:
-        """The unsaved text's hits merged into the team's, scored on the team's scale (the
-        team's scored again when the unsaved text moved it)."""
-        assert team.asked is not None
-        avgdl = team.avgdl if team.avgdl is not None else 1.0
-        scale = dataclasses.replace(out.scale, avgdl=avgdl)
-        ask = dataclasses.replace(team.asked, scale=scale)
-        mine = self.unsaved.search(ask, team.saved, team.unsaved)
-        if moved(out.scale, mine.scale):
-            again = self.team.read(lambda store: team.answer(store, mine.scale), cooldown=False)
-            out = again or out
-        return merge(out, mine, req.limit, req.threshold, qs.source_balance)
+        self, team: Inputs, store: PgStore, local: Store, paths: frozenset[str]
+    ) -> Inputs:
+        counts = TeamCounts(store.keyword_totals()[1], store.chunk_texts(paths))
+        lines = line_reader(store, team.qs.lines) is not None
+        mine, vectors = self.unsaved.source(local, paths, counts, team.qvec is not None, lines)
+        both = TeamAndUnsaved(store, mine, paths)
+        assert team.vectors is not None
+        return dataclasses.replace(
+            team, store=both, vectors=BothVectors(team.vectors, vectors, vectors.size)
+        )
 
     def place(self, hits: list[SearchHit]) -> None:
         """A team index finds files of other machines too: editors open those read-only."""
@@ -153,38 +169,3 @@ class TeamRoute:
 
     def close(self) -> None:
         self.team.close()
-
-
-@dataclasses.dataclass
-class _TeamSearch:
-    """One search on the team index, and what the unsaved text's BM25 needs of it: the team's
-    average chunk length, and its chunks of the unsaved files (their words are in the team's
-    counts, to be taken out)."""
-
-    qvec: np.ndarray | None
-    req: SearchRequest
-    qs: QuerySettings
-    reference: np.ndarray | None
-    unsaved: frozenset[str]
-    avgdl: float | None = None
-    saved: list[str] = dataclasses.field(default_factory=list)
-    asked: Inputs | None = None  # the pipeline's inputs, for the unsaved text's search
-
-    def answer(self, store: PgStore, scale: Scale | None = None) -> Outcome:
-        if self.unsaved and self.avgdl is None:
-            self.avgdl = store.keyword_totals()[1]
-            self.saved.extend(store.chunk_texts(self.unsaved))
-        vectors = SqliteVecIndex(store)
-        # ``exclude``: the unsaved files, searched beside: ``merge`` gates both lists as one.
-        self.asked = Inputs(
-            store,
-            vectors,
-            self.qvec,
-            self.req,
-            self.qs,
-            self.reference,
-            scale,
-            self.unsaved,
-            gate=not self.unsaved,
-        )
-        return run_search(self.asked)

@@ -1,13 +1,11 @@
 """An editor's unsaved text, searched on this machine beside the team index.
 
 Unsaved text never leaves its machine, so the team index cannot find it; the folder's local
-index holds it (every buffer is indexed as you type). When a search has unsaved files, the team
-index is asked for a wider list (``widened``), the same search runs over those files' chunks in
-the local index, scored on the team search's scale (``context.Scale``: its best keyword match,
-the words' frequencies, its vector background and calibration, as if these chunks had been
-among its candidates; their BM25 is computed against the team's statistics,
-``index/term_counts.py``), and the lists are merged and cut: the team's hits on those files
-(their saved text) give way to what the editor shows.
+index holds it (every buffer is indexed as you type). When a search has unsaved files, those
+files' chunks in the local index (``UnsavedSource``) join the team index's as candidates of one
+pipeline pass (``sources.py``): their BM25 is computed against the team's statistics
+(``index/term_counts.py``), and the team's chunks of those files (their saved text) give way to
+what the editor shows.
 
 The local index of a team folder keeps no vectors, so the unsaved chunks' vectors and their
 lines' are made here, in the background after each edit (``prepare``, from the engine's vector
@@ -36,12 +34,6 @@ from ...index.line_vectors import ChunkLines, segments
 from ...index.rows import ChunkRow, FileInfo, from_blob, to_blob
 from ...index.store import Store
 from ...index.term_counts import bm25, frequencies, parse_match, tokenize
-from ...search.calibrate import lift
-from ...search.context import Inputs, Outcome, Scale
-from ...search.fusion import balance_sources
-from ...search.pipeline import run as run_search
-from ...search.results import SearchHit
-from ...search.select import TAIL
 from ...search.vector import VectorIndex
 from ...text import fts_text
 from ..indexer import Indexer
@@ -60,6 +52,20 @@ KEPT_BYTES = 32 << 20
 
 
 @dataclasses.dataclass
+class TeamCounts:
+    """The team index's keyword statistics that an unsaved chunk's BM25 is counted with: the
+    query words' document frequencies among ``total`` chunks (``sources.py`` fills them when
+    the pipeline asks the team), its average chunk length, and its chunks of the unsaved files
+    (in its counts, taken out here)."""
+
+    avgdl: float
+    saved: list[str]
+    words: tuple[str, ...] = ()
+    df: tuple[int, ...] = ()
+    total: int = 0
+
+
+@dataclasses.dataclass
 class UnsavedSource:
     """The local index seen through the unsaved files' chunks only (a ``SearchSource``),
     their keyword matches scored with the team's BM25 statistics."""
@@ -67,8 +73,7 @@ class UnsavedSource:
     store: Store
     texts: dict[int, str]
     found_lines: dict[int, ChunkLines]
-    scale: Scale
-    saved: list[str]  # the team's chunks of these files: in its counts, taken out here
+    counts: TeamCounts
     counted: Callable[[Any, dict[int, str]], dict[int, Counter[str]]]  # tokens of texts
     shared: bool = False
 
@@ -83,7 +88,7 @@ class UnsavedSource:
         return False
 
     def doc_frequencies(self, words: Sequence[str]) -> tuple[list[int], int]:
-        return self.store.doc_frequencies(words)  # only when the team search had no words
+        return self.store.doc_frequencies(words)  # this machine's: the team's are in counts
 
     def fts_search(
         self, expr: str, limit: int, postings: int = 0, left_out: str = ""
@@ -103,17 +108,17 @@ class UnsavedSource:
         counts = self.counted(conn, {c: self.texts[c] for c in matched})
         tf = {c: frequencies(counts[c], words, terms) for c in matched}
         length = {c: sum(counts[c].values()) for c in matched}
-        old = self.counted(conn, dict(enumerate(self.saved))).values() if self.saved else []
+        saved = self.counts.saved
+        old = self.counted(conn, dict(enumerate(saved))).values() if saved else []
         old_tf = [frequencies(c, words, terms) for c in old]
-        team = dict(zip(self.scale.words, self.scale.df, strict=True))
+        team = dict(zip(self.counts.words, self.counts.df, strict=True))
         df = [
             max(0, team.get(w, 0) - sum(1 for t in old_tf if t[i]))
             + sum(1 for c in matched if tf[c][i])
             for i, (w, _) in enumerate(terms)
         ]
-        chunks = max(self.scale.total - len(self.saved) + everything, *df)
-        avgdl = self.scale.avgdl
-        ranked = [(c, bm25(tf[c], length[c], df, chunks, avgdl)) for c in matched]
+        chunks = max(self.counts.total - len(saved) + everything, *df)
+        ranked = [(c, bm25(tf[c], length[c], df, chunks, self.counts.avgdl)) for c in matched]
         return sorted(ranked, key=lambda r: (r[1], r[0]))[:limit]
 
     def fts_within(self, expr: str, ids: Sequence[int], limit: int) -> list[tuple[int, float]]:
@@ -143,37 +148,24 @@ class UnsavedText:
     def paths(self) -> frozenset[str]:
         return frozenset(self.team.unsaved) & frozenset(self.indexer.buffers)
 
-    def search(self, ask: Inputs, saved: list[str], paths: frozenset[str]) -> Outcome:
-        """The unsaved files' outcome scored on the team search's scale (``ask.scale``; ``ask``
-        is the team search's inputs, ``saved``: the team's chunks of those files), its
-        ``scale`` that of both together (moved when these hold a better keyword match or stand
-        out further). A failure is logged and leaves the team's answer standing alone."""
-        team = ask.scale
-        assert team is not None
-        self._team_lines = team.lines
+    def source(
+        self, store: Store, paths: frozenset[str], counts: TeamCounts, vectors: bool, lines: bool
+    ) -> tuple[UnsavedSource, VectorIndex]:
+        """The unsaved files' chunks in the local index ``store`` as a source of the team's
+        search, with the vectors made for them so far (``vectors``: the search has a query
+        vector; ``lines``: the team's search re-scores by lines, and so these are made)."""
+        self._team_lines = lines
         model = self._model()
-        try:
-            with self.indexer.reader() as store:
-                chunks = _chunks(store, paths)
-                if not chunks:
-                    return Outcome([], "keyword", scale=team)
-                vecs: dict[int, np.ndarray] = {}
-                lines: dict[int, ChunkLines] = {}
-                if ask.qvec is not None and model is not None:
-                    vecs, lines = self._held(model, chunks)
-                texts = {cid: text for cid, (_, text) in chunks.items()}
-                source = UnsavedSource(store, texts, lines, team, saved, self._counted)
-                ids = np.array(list(vecs), dtype=np.int64)
-                mat = np.stack(list(vecs.values())) if vecs else np.zeros((0, 1), np.float32)
-                vectors = VectorIndex(lambda _large: (ids, mat))
-                # Not gated here: merge gates the two lists as one.
-                mine = dataclasses.replace(
-                    ask, store=source, vectors=vectors, exclude=frozenset(), gate=False
-                )
-                return run_search(mine)
-        except Exception:  # the team has answered: this part must never turn that into a failure
-            log.exception("searching unsaved text failed; the team index's answer stands")
-            return Outcome([], "keyword", scale=team)
+        chunks = _chunks(store, paths)
+        vecs: dict[int, np.ndarray] = {}
+        found_lines: dict[int, ChunkLines] = {}
+        if vectors and model is not None:
+            vecs, found_lines = self._held(model, chunks)
+        texts = {cid: text for cid, (_, text) in chunks.items()}
+        source = UnsavedSource(store, texts, found_lines, counts, self._counted)
+        ids = np.array(list(vecs), dtype=np.int64)
+        mat = np.stack(list(vecs.values())) if vecs else np.zeros((0, 1), np.float32)
+        return source, VectorIndex(lambda _large: (ids, mat))
 
     def prepare(self, should_stop: Callable[[], bool] | None = None) -> None:
         """Make what the unsaved chunks lack: their vectors (the team's embedding cache
@@ -313,41 +305,3 @@ def _embed(provider: EmbeddingProvider, texts: list[str]) -> list[np.ndarray]:
         log.warning("embedding unsaved text failed: %s", exc)
         return []
     return list(out) if len(out) == len(texts) else []
-
-
-def moved(team: Scale, both: Scale) -> bool:
-    """Whether candidates found elsewhere changed the scale the team's hits were scored on:
-    a better keyword match, or a higher lift of the "lift" policy."""
-    lifted = lift([both.best_raw], [both.best_calibrated])
-    before = lift([team.best_raw], [team.best_calibrated])
-    return both.best_bm25 < team.best_bm25 or abs(lifted - before) > 1e-9
-
-
-def merge(
-    team: Outcome, mine: Outcome, limit: int, threshold: float, balance: bool = True
-) -> Outcome:
-    """The team's hits with the unsaved text's placed by score (the team's order, MMR's or
-    balanced, kept among its own), down to ``TAIL`` x ``threshold``, sources balanced again
-    over both (``query.sourceBalance``), cut to ``limit``; nothing when the best of them is
-    under ``threshold``. What falls short is counted."""
-    floor = threshold * TAIL
-    theirs = [h for h in team.hits if h.score >= floor]
-    ours = sorted((h for h in mine.hits if h.score >= floor), key=lambda h: -h.score)
-    short = [h.score for h in (*team.hits, *mine.hits) if h.score < floor]
-    below = team.below_min_score + mine.below_min_score + len(short)
-    best_below = max([team.best_below or 0.0, mine.best_below or 0.0, *short])
-    out: list[SearchHit] = []
-    for h in theirs:
-        while ours and ours[0].score > h.score:
-            out.append(ours.pop(0))
-        out.append(h)
-    out += ours
-    if balance:
-        out = [out[i] for i in balance_sources(range(len(out)), lambda i: out[i].source, limit)]
-    if out and max(h.score for h in out) < threshold:
-        below += len(out)
-        best_below = max(best_below, max(h.score for h in out))
-        out = []
-    return dataclasses.replace(
-        team, hits=out[:limit], below_min_score=below, best_below=best_below if below else None
-    )
