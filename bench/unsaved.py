@@ -2,8 +2,8 @@
 process: the same engine on a team index (PostgreSQL + pgvector) answers an evaluation set's
 questions with no buffer open, then with one of its files edited and left unsaved (a line
 appended), in rounds; also the first search right after each edit and the background vector
-phase the edit starts (the unsaved chunks' vectors and lines). Also counts how often the
-unsaved text moved the scale so that the team's hits were scored again.
+phase the edit starts (the unsaved chunks' vectors and lines). The unsaved chunks and the team's
+are candidates of one pipeline pass (engine/team/sources.py).
 
     python bench/unsaved.py                      # LoCoMo dev, all-MiniLM-L6-v2, own server
     python bench/unsaved.py --url postgresql://... --rounds 5 --queries 300
@@ -50,19 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     if model is None or not model.is_file():
         raise SystemExit("no model: pass --model or run `memory-ls model pull`")
 
-    import memory_ls.engine.searcher as searcher
     from memory_ls.engine import MemoryEngine
     from memory_ls.settings import Settings
 
-    rescored = [0]
-    moved = searcher.moved
-
-    def counting(team: Any, both: Any) -> bool:
-        out = moved(team, both)
-        rescored[0] += out
-        return out
-
-    searcher.moved = counting
     rows = []
     with postgres(args.url) as url, tempfile.TemporaryDirectory(prefix="memory-ls-unsaved-") as d:
         tmp = Path(d)
@@ -94,10 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 e.embed_pending()
                 phase = (time.perf_counter() - t0) * 1000
-                rescored[0] = 0
                 with_buffer = latencies(e, asked)
                 rows.append([r, *(f"{v:.1f}" for v in (*without, *with_buffer, first, phase))])
-                rows[-1].append(f"{rescored[0]} of {len(asked)}")
                 log(f"round {r}: {rows[-1]}")
             e.clear_document(rel)
     print(f"{len(asked)} questions; edited {rel} ({len(text):,} characters), left unsaved\n")
@@ -111,7 +99,6 @@ def main(argv: list[str] | None = None) -> int:
                 "p95",
                 "first search after the edit",
                 "vector phase of the edit",
-                "team re-scored",
             ],
             rows,
         )
