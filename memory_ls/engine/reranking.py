@@ -1,14 +1,13 @@
-"""Reranking in a search: whether the reranker is asked, what its scores do to the hits, and
-what a failure means.
+"""Reranking in a search: whether the reranker is asked, and what a failure means.
 
-The searcher asks hybrid search for the best ``rerank.topN`` fused candidates (at least
-``maxResults``, with no minScore cut) and hands their full text to the reranker. Its relevance
-becomes each hit's score (the fused score is kept as ``fused_score``), then ``minScore`` and
-``maxResults`` apply with hybrid search's own rule: minScore gates the best result, and results
-down to ``TAIL`` x minScore come along. A failed rerank, whatever the cause (timeout, HTTP
-error, malformed answer, local model error), answers with the fused order exactly as a search
-without a reranker would, gives a short reason, and pauses reranking for a cooldown so a dead
-endpoint does not cost every search its budget.
+The search pipeline's select stage (``search/select.py``) hands the best ``rerank.topN`` fused
+candidates (at least ``maxResults``, with no minScore cut), their text up to
+``MAX_DOCUMENT_CHARS``, to the reranker a search gets here (``RerankPolicy.for_search``). Its
+relevance becomes each hit's score (the fused score is kept as ``fused_score``), then
+``minScore`` and ``maxResults`` apply with the pipeline's own rule. A failed rerank, whatever
+the cause (timeout, HTTP error, malformed answer, local model error), answers with the fused
+order exactly as a search without a reranker would, gives a short reason, and pauses reranking
+for a cooldown so a dead endpoint does not cost every search its budget.
 """
 
 from __future__ import annotations
@@ -21,10 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..rerank import Reranker, RerankError, create_reranker
-from ..search.context import Outcome
-from ..search.present import snippet
-from ..search.select import TAIL
+from ..rerank import MAX_DOCUMENT_CHARS, Reranker, RerankError, create_reranker
 from ..settings import Settings
 from .providers import AUTO
 
@@ -55,6 +51,16 @@ class RerankPolicy:
         self._retry_at = 0.0
         self._failure: str | None = None
         self._counts = {"reranked": 0, "fallbacks": 0, "paused": 0}
+
+    def for_search(self, query: str, snippet_chars: int) -> tuple[SearchRerank | None, str | None]:
+        """The reranker a search gets (None: none, a blank query, or paused after a failure),
+        and why it is paused."""
+        if self.current is None or not query.strip():
+            return None, None
+        paused = self.paused()
+        if paused:
+            return None, paused
+        return SearchRerank(self, self.top_n, max(snippet_chars, MAX_DOCUMENT_CHARS)), None
 
     def paused(self) -> str | None:
         """Why reranking is skipped right now (a recent failure), or None."""
@@ -105,45 +111,18 @@ class RerankPolicy:
                 self.current.close()
 
 
-def apply_scores(
-    out: Outcome, scores: Sequence[float], threshold: float, limit: int, snippet_chars: int
-) -> Outcome:
-    """The hits of ``out`` (full text in ``snippet``) reordered and scored by ``scores``, cut
-    by minScore and maxResults, their snippets shortened to ``snippet_chars``."""
-    # Ties keep the fused order.
-    ranked = sorted(enumerate(zip(scores, out.hits, strict=True)), key=lambda ish: -ish[1][0])
-    if not ranked or ranked[0][1][0] < threshold:  # no answer: nothing reaches minScore
-        best = ranked[0][1][0] if ranked else None
-        return Outcome([], out.mode, len(ranked), best, explain=out.explain)
-    keep = [(i, s, h) for i, (s, h) in ranked if s >= threshold * TAIL]
-    dropped = [s for _, (s, _) in ranked if s < threshold * TAIL]
-    hits = [
-        dataclasses.replace(
-            h,
-            score=s,
-            fused_score=h.score,
-            snippet=snippet(h.snippet, snippet_chars),
-            explain=_reranked(h.explain, s, h.score, i + 1, rank),
-        )
-        for rank, (i, s, h) in enumerate(keep[:limit], start=1)
-    ]
-    best_dropped = max(dropped) if dropped else None
-    return Outcome(hits, out.mode, len(dropped), best_dropped, explain=out.explain)
+@dataclasses.dataclass
+class SearchRerank:
+    """The reranker of one search (``search.context.Rerank``); ``failed``: why it failed."""
 
+    policy: RerankPolicy
+    top_n: int
+    max_chars: int
+    failed: str | None = None
 
-def _reranked(
-    trace: dict[str, Any] | None, score: float, fused: float, fused_rank: int, rank: int
-) -> dict[str, Any] | None:
-    """A hit's ``--explain`` trace with the reranker's part: its score replaced the fused one."""
-    if trace is None:
-        return None
-    rerank = {"score": round(score, 6), "fusedScore": round(fused, 6), "fusedRank": fused_rank}
-    return {
-        **trace,
-        "rerank": rerank,
-        "score": round(score, 6),
-        "rank": {**trace["rank"], "final": rank},
-    }
+    def __call__(self, query: str, texts: Sequence[str]) -> list[float] | None:
+        scores, self.failed = self.policy.scores(query, texts)
+        return scores
 
 
 def _short(text: str) -> str:

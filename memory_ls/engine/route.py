@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..index.sync import Progress, SyncReport
-from ..search.context import Inputs, Outcome
+from ..search.context import Inputs, Outcome, Rerank
 from ..search.pipeline import run as run_search
 from ..search.request import SearchRequest
 from ..search.results import SearchHit
@@ -49,7 +49,9 @@ class Route(Protocol):
     def sync_dirty(self, budget_s: float | None, push: bool = True) -> SyncReport | None: ...
     def set_document(self, path: str | Path, text: str) -> bool: ...
     def clear_document(self, path: str | Path) -> None: ...
-    def search(self, req: SearchRequest, qs: QuerySettings, changed: set[str]) -> Answer: ...
+    def search(
+        self, req: SearchRequest, qs: QuerySettings, changed: set[str], rerank: Rerank | None
+    ) -> Answer: ...
     def place(self, hits: list[SearchHit]) -> None: ...
     def read_elsewhere(self, rel: str) -> FileLines | None: ...
     def status(self, local: IndexStatus) -> IndexStatus: ...
@@ -85,7 +87,9 @@ class LocalRoute:
     def clear_document(self, path: str | Path) -> None:
         self.indexer.clear_document(path)
 
-    def search(self, req: SearchRequest, qs: QuerySettings, changed: set[str]) -> Answer:
+    def search(
+        self, req: SearchRequest, qs: QuerySettings, changed: set[str], rerank: Rerank | None
+    ) -> Answer:
         """The search on a reader connection of the local index (never waiting for the
         writer), with the in-memory matrix or sqlite-vec answering the vector side."""
         ix = self.indexer
@@ -102,7 +106,7 @@ class LocalRoute:
                 qvec, why = None, "the vectors are still loading; keyword results meanwhile"
             calibrate = qvec is not None and qs.calibrate != "off"
             reference = ix.reference_vectors() if calibrate else None
-            return run_search(Inputs(store, vectors, qvec, req, qs, reference)), why
+            return run_search(Inputs(store, vectors, qvec, req, qs, reference, rerank)), why
 
     def place(self, hits: list[SearchHit]) -> None:
         """Every hit of a local index is a file of this machine."""

@@ -1,24 +1,20 @@
 """The searcher: one search of a folder, from the request to its response. It indexes what
-changed on disk (within a budget), asks the folder's route for the pipeline's answer (the local
-index, or the team index first: ``route.py``), then reranks the best fused candidates when a
-reranker is configured (``reranking.py``).
+changed on disk (within a budget) and asks the folder's route for the pipeline's answer (the
+local index, or the team index first: ``route.py``), with the reranker when one is configured
+(``reranking.py``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 
 from ..index.schema import DatabaseError
-from ..rerank import MAX_DOCUMENT_CHARS
-from ..search.context import Outcome
 from ..search.request import SearchRequest
 from ..search.results import SearchResponse
-from ..settings import QuerySettings
 from .indexer import Indexer
 from .providers import ProviderPolicy
-from .reranking import RerankPolicy, apply_scores
+from .reranking import RerankPolicy
 from .route import Route
 
 log = logging.getLogger(__name__)
@@ -45,7 +41,11 @@ class Searcher:
             log.warning("changed files not indexed (%s); searching the index as it is", exc)
         provider = self.policy.current
         fallback = self.policy.fallback_reason if provider else self.policy.reason
-        out, why = self._reranked(req, settings.query, changed)
+        qs = settings.query
+        rerank, paused = self.rerank.for_search(req.query, qs.snippet_max_chars)
+        out, why = self.route.search(req, qs, changed, rerank)
+        failed = rerank.failed if rerank is not None else None
+        why = "; ".join(r for r in (why, paused, failed) if r) or None
         return SearchResponse(
             results=out.hits,
             mode=out.mode,
@@ -58,30 +58,3 @@ class Searcher:
             if out.explain
             else None,
         )
-
-    def _reranked(
-        self, req: SearchRequest, qs: QuerySettings, changed: set[str]
-    ) -> tuple[Outcome, str | None]:
-        """The outcome, reranked when a reranker is configured and ready; else the fused one,
-        with why the fused order stands (a degraded search or a failed rerank)."""
-        rr = self.rerank
-        if rr.current is None or not req.query.strip():
-            return self.route.search(req, qs, changed)
-        paused = rr.paused()
-        if paused:
-            out, why = self.route.search(req, qs, changed)
-            return out, "; ".join(r for r in (why, paused) if r)
-        # The best topN candidates, uncut, with their whole text (snippets shortened later).
-        wide = dataclasses.replace(req, max_results=max(rr.top_n, req.limit), min_score=0.0)
-        full = dataclasses.replace(
-            qs, snippet_max_chars=max(qs.snippet_max_chars, MAX_DOCUMENT_CHARS)
-        )
-        out, why = self.route.search(wide, full, changed)
-        if not out.hits:
-            return out, why
-        # The words alone, as they were embedded: a cross-encoder reads "-redis" as Redis.
-        scores, failed = rr.scores(req.parsed.words, [h.snippet for h in out.hits])
-        if scores is None:  # the fused order, exactly as without a reranker
-            out, why = self.route.search(req, qs, set())
-            return out, "; ".join(r for r in (why, failed) if r)
-        return apply_scores(out, scores, req.threshold, req.limit, qs.snippet_max_chars), why

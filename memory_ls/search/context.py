@@ -5,9 +5,10 @@ and fills (``Context``), and what a search answers (``Outcome``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -22,13 +23,25 @@ from .results import SearchHit
 from .vector import VectorSource
 
 
+class Rerank(Protocol):
+    """A reranker as a search sees it (``engine/reranking.py`` makes one per search): how many
+    fused candidates it reads, how much of each, and one relevance per text (None: it failed,
+    and the fused order stands)."""
+
+    top_n: int
+    max_chars: int
+
+    def __call__(self, query: str, texts: Sequence[str]) -> list[float] | None: ...
+
+
 @dataclass(frozen=True)
 class Inputs:
     """One search as the pipeline is given it: where its candidates come from (``store``
     and ``vectors``: one index, or the team index with an editor's unsaved text,
     ``engine/team/sources.py``), the query's vector, the resolved request, the folder's query
     settings. ``reference``: the model's vectors of the calibration passages (calibrate.py),
-    so even a tiny corpus gives each query a background to stand out from."""
+    so even a tiny corpus gives each query a background to stand out from. ``rerank``: the
+    reranker that reorders the best fused candidates (select.py), if any."""
 
     store: SearchSource
     vectors: VectorSource | None
@@ -36,6 +49,7 @@ class Inputs:
     req: SearchRequest  # resolved
     qs: QuerySettings
     reference: np.ndarray | None = None
+    rerank: Rerank | None = None
     today: date = field(default_factory=lambda: datetime.now(UTC).date())  # temporal decay's
 
 
@@ -87,6 +101,7 @@ class Context:
     picked: list[tuple[Candidate, ChunkRow]] = field(default_factory=list)
     below: int = 0  # candidates under minScore's tail
     best_below: float = 0.0
+    fused: dict[int, float] = field(default_factory=dict)  # reranked: chunk id -> fused score
 
     @property
     def explain(self) -> bool:

@@ -35,6 +35,7 @@ def present(ctx: Context) -> Outcome:
             text_score=c.text if mode != "vector" else None,
             best_line=m.best_line,
             matched_terms=m.matched_terms,
+            fused_score=ctx.fused.get(c.chunk_id),
             explain=hit_trace(c, rank) if c.trace is not None else None,
         )
         for rank, ((c, r), m) in enumerate(zip(picked, marks, strict=True), start=1)
@@ -90,7 +91,7 @@ def hit_trace(c: Candidate, rank: int) -> dict[str, Any]:
             "lines": t.get("lines"),
             "score": t.get("vector", t["cosine"]),
         }
-    return {
+    out = {
         "keyword": keyword,
         "vector": vector,
         "fused": t.get("fused"),
@@ -98,6 +99,10 @@ def hit_trace(c: Candidate, rank: int) -> dict[str, Any]:
         "score": _round(c.score),
         "rank": {"byScore": t.get("scoreRank", rank), "final": rank},
     }
+    if "rerank" in t:  # the reranker's relevance replaced the fused score
+        rerank = {"score": t["rerank"], "fusedScore": t["fusedScore"], "fusedRank": t["fusedRank"]}
+        out["rerank"] = rerank
+    return out
 
 
 def search_trace(ctx: Context) -> dict[str, Any]:

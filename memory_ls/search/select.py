@@ -1,10 +1,12 @@
 """Stage 4, select: temporal decay, the minScore gate and its tail, then MMR and source
-balance pick the ``maxResults`` hits."""
+balance pick the ``maxResults`` hits; with a reranker, it reorders the best ``rerank.topN``
+fused candidates and its relevance becomes their score, gated the same way."""
 
 from __future__ import annotations
 
-from .context import Context
+from .context import Context, Rerank
 from .fusion import balance_sources, decay, mmr
+from .present import snippet
 
 # minScore gates the best result; once a search answers, results down to TAIL x minScore come
 # along (on LoCoMo, a plain per-result cut hid a relevant hit from a tenth of the answers).
@@ -16,33 +18,69 @@ def select(ctx: Context) -> None:
     _decay(ctx)
     # Deterministic: score, then path and line, so equal scores never flip between calls.
     ctx.scored.sort(key=lambda cr: (-cr[0].score, cr[1].path, cr[1].start_line))
+    rerank = ctx.inputs.rerank
+    if rerank is not None and ctx.scored and _reranked(ctx, rerank):
+        return
+    _tail(ctx)
     threshold = ctx.inputs.req.threshold
     if ctx.scored and ctx.scored[0][0].score < threshold:
         # no answer: nothing reaches minScore
         ctx.below += len(ctx.scored)
         ctx.best_below = max(ctx.best_below, ctx.scored[0][0].score)
         ctx.scored = []
-    _pick(ctx)
+    _pick(ctx, ctx.inputs.req.limit)
+
+
+def _reranked(ctx: Context, rerank: Rerank) -> bool:
+    """The best ``topN`` picks (no minScore yet) reordered by the reranker, which reads each
+    one's text; its relevance is their score, then minScore gates the best and its tail cuts
+    as without a reranker. False (nothing changed) when the reranker fails: the fused order
+    stands, exactly as without one."""
+    req = ctx.inputs.req
+    _pick(ctx, max(rerank.top_n, req.limit))
+    wide = ctx.picked
+    scores = rerank(req.parsed.words, [snippet(r.text, rerank.max_chars) for _, r in wide])
+    if scores is None:
+        return False
+    ranked = sorted(zip(scores, wide, strict=True), key=lambda sc: -sc[0])  # ties: fused order
+    for fused_rank, (c, _) in enumerate(wide, start=1):
+        ctx.fused[c.chunk_id] = c.score
+        c.note(fusedRank=fused_rank, fusedScore=c.score)
+    for s, (c, _) in ranked:
+        c.score = s
+        c.note(rerank=s)
+    floor = req.threshold * TAIL
+    if ranked[0][0] < req.threshold:  # no answer: nothing reaches minScore
+        ctx.below, ctx.best_below, ctx.picked = len(ranked), ranked[0][0], []
+        return True
+    dropped = [s for s, _ in ranked if s < floor]
+    ctx.below, ctx.best_below = len(dropped), max(dropped, default=0.0)
+    ctx.picked = [cr for s, cr in ranked if s >= floor][: req.limit]
+    return True
 
 
 def _decay(ctx: Context) -> None:
     inp = ctx.inputs
     td = inp.qs.temporal_decay
-    floor = inp.req.threshold * TAIL
     for c, row in ctx.kept:
         if td.enabled:
             before = c.score
             c.score = decay(c.score, row.date, inp.today, td.half_life_days)
             c.note(decay=c.score / before if before else 1.0, date=row.date)
-        if c.score >= floor:
-            ctx.scored.append((c, row))
-        else:
-            ctx.below += 1
-            ctx.best_below = max(ctx.best_below, c.score)
+    ctx.scored = list(ctx.kept)
 
 
-def _pick(ctx: Context) -> None:
-    qs, k, scored = ctx.inputs.qs, ctx.inputs.req.limit, ctx.scored
+def _tail(ctx: Context) -> None:
+    """Candidates under half of minScore are counted, not shown."""
+    floor = ctx.inputs.req.threshold * TAIL
+    below = [c.score for c, _ in ctx.scored if c.score < floor]
+    ctx.below += len(below)
+    ctx.best_below = max([ctx.best_below, *below])
+    ctx.scored = [cr for cr in ctx.scored if cr[0].score >= floor]
+
+
+def _pick(ctx: Context, k: int) -> None:
+    qs, scored = ctx.inputs.qs, ctx.scored
     order = list(range(len(scored)))
     if qs.mmr.enabled and len(scored) > 1:
         pool_items = [(c.score, r.text) for c, r in scored[: max(k * 4, 20)]]

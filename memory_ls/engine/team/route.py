@@ -14,7 +14,7 @@ from pathlib import Path
 from ...index.postgres import PgStore
 from ...index.store import Store
 from ...index.sync import Progress, SyncReport
-from ...search.context import Inputs, Outcome
+from ...search.context import Inputs, Outcome, Rerank
 from ...search.pipeline import run as run_search
 from ...search.request import SearchRequest
 from ...search.results import SearchHit
@@ -94,15 +94,17 @@ class TeamRoute:
         self.team.ready(self.indexer, {rel})
 
     # -- reading ----------------------------------------------------------------------------
-    def search(self, req: SearchRequest, qs: QuerySettings, changed: set[str]) -> Answer:
-        answered = self._team_search(req, qs, changed)
+    def search(
+        self, req: SearchRequest, qs: QuerySettings, changed: set[str], rerank: Rerank | None
+    ) -> Answer:
+        answered = self._team_search(req, qs, changed, rerank)
         if answered is not None:
             return answered
-        out, why = self.local.search(req, qs, changed)
+        out, why = self.local.search(req, qs, changed, rerank)
         return out, "; ".join(r for r in (self.team.fallback_reason(), why) if r)
 
     def _team_search(
-        self, req: SearchRequest, qs: QuerySettings, changed: set[str]
+        self, req: SearchRequest, qs: QuerySettings, changed: set[str], rerank: Rerank | None
     ) -> Answer | None:
         """The team index's answer, None when it cannot give one (it is then cooling down)."""
         db = self.team.ready(self.indexer, changed)
@@ -115,7 +117,7 @@ class TeamRoute:
         paths = self.unsaved.paths()
 
         def answer(store: PgStore) -> Outcome:
-            team = Inputs(store, SqliteVecIndex(store), qvec, req, qs, reference)
+            team = Inputs(store, SqliteVecIndex(store), qvec, req, qs, reference, rerank)
             return self._answer(team, store, paths)
 
         out = self.team.read(answer)
