@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from . import __version__
 from .model_commands import cmd_model
-from .search.request import MODES, SOURCES
+from .search.request import MODES
+from .settings.docs import declared, option_help
 
 if TYPE_CHECKING:
     from .engine import MemoryEngine
@@ -328,17 +329,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("search", parents=[common], help="hybrid search")
     s.add_argument("query")
-    s.add_argument("-n", type=int, default=None, help="max results (default 6)")
-    s.add_argument("--min-score", type=float, default=None)
-    s.add_argument("--source", action="append", choices=SOURCES)
+    s.add_argument("-n", type=int, help=option_help("query.maxResults", "max results"))
+    s.add_argument(
+        "--min-score", type=float, help=option_help("query.minScore", "least score of the best hit")
+    )
+    s.add_argument("--source", action="append", choices=declared("sources").spec.choices)
     s.add_argument("--path", default=None, help="only paths starting with this prefix")
     s.add_argument("--mode", default="auto", choices=MODES)
     s.add_argument("--embed", action="store_true", help="embed chunks still without vectors first")
-    s.add_argument(
-        "--explain",
-        action="store_true",
-        help="say why each hit ranks where it does, stage by stage",
-    )
+    explain = "say why each hit ranks where it does, stage by stage"
+    s.add_argument("--explain", action="store_true", help=explain)
     s.set_defaults(func=cmd_search)
 
     s = sub.add_parser("get", parents=[common], help="print lines of a memory file")

@@ -2,7 +2,8 @@
 
 Bad input is reported by its camelCase key and ignored (the earlier value stays), never fatal;
 the README's table and the VS Code extension's settings are generated from the same
-declarations, and these tests fail when either drifts.
+declarations, the CLI's help and the MCP tools' schemas read them, and these tests fail when
+any of them drifts.
 """
 
 from __future__ import annotations
@@ -271,6 +272,35 @@ def test_the_table_states_bounds_and_choices():
     assert "`weighted`, `rrf`" in rows["query.hybrid.fusion"]
     assert "non-empty list of `memory`, `sessions`" in rows["sources"]
     assert rows["sources"].startswith('| `sources` | `["memory"]` |')
+
+
+def test_the_cli_and_the_mcp_tool_say_the_declared_defaults_bounds_and_choices(
+    capsys: pytest.CaptureFixture[str],
+):
+    from memory_ls.cli import build_parser
+    from memory_ls.mcp.schemas import SEARCH_TOOL
+    from memory_ls.search.request import SOURCES
+
+    q = Settings().query
+    props = SEARCH_TOOL.input_schema["properties"]
+    assert f"(default {q.max_results}, or the workspace's query.maxResults" in " ".join(
+        props["maxResults"]["description"].split()
+    )
+    assert f"(default {q.min_score}, or the workspace's query.minScore" in " ".join(
+        props["minScore"]["description"].split()
+    )
+    assert props["maxResults"]["minimum"] == 1
+    assert (props["minScore"]["minimum"], props["minScore"]["maximum"]) == (0, 1)
+    # What a search may ask for is what can be indexed.
+    sources = next(leaf.spec.choices for leaf in leaves(Settings) if leaf.key == "sources")
+    assert props["sources"]["items"]["enum"] == list(SOURCES) == list(sources)
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["search", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert f"at least 1 (default {q.max_results}, or the setting query.maxResults)" in shown
+    assert f"between 0 and 1 (default {q.min_score}, or the setting query.minScore)" in shown
+    assert f"--source {{{','.join(sources)}}}" in shown
 
 
 def test_vscode_package_json_matches_the_declarations():

@@ -7,9 +7,14 @@ from typing import Any
 import mcp.types as types
 
 from ..params import MCP
-from ..search.request import SOURCES
+from ..settings.docs import declared
 
 MAX_LINES = MCP.max_lines
+# What the search tool's arguments say of their defaults, bounds and choices is what the
+# settings declare (settings/query.py, settings/schema.py), never a copy of it.
+MAX_RESULTS = declared("query.maxResults")
+MIN_SCORE = declared("query.minScore")
+SOURCES = declared("sources").spec.choices
 
 INSTRUCTIONS = (
     "This server searches the memory of the workspace: Markdown notes (MEMORY.md, memory/*.md) "
@@ -52,15 +57,17 @@ SEARCH_TOOL = _tool(
         "query": {"type": "string", "description": "What to look for, in plain words."},
         "maxResults": {
             "type": "integer",
-            "minimum": 1,
+            "minimum": MAX_RESULTS.spec.minimum,
             "maximum": MCP.max_results,
-            "description": "How many results at most (default 6).",
+            "description": f"How many results at most (default {MAX_RESULTS.default}, or the "
+            f"workspace's {MAX_RESULTS.key} setting).",
         },
         "minScore": {
             "type": "number",
-            "minimum": 0,
-            "maximum": 1,
-            "description": "Drop results scoring below this (default 0.35).",
+            "minimum": MIN_SCORE.spec.minimum,
+            "maximum": MIN_SCORE.spec.maximum,
+            "description": f"Drop results scoring below this (default {MIN_SCORE.default}, or "
+            f"the workspace's {MIN_SCORE.key} setting).",
         },
         "sources": {
             "type": "array",

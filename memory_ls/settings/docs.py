@@ -5,6 +5,8 @@
     python -m memory_ls.settings --readme --check exit 1 when README.md's table is out of date
 
 ``tests/test_settings.py`` fails when the README's table drifts from the declarations.
+What else repeats a setting's default, bounds or choices (the CLI's help, the MCP tools'
+schemas) reads them here too: ``declared`` and ``option_help``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,24 @@ def allowed(hint: Any, spec: Spec) -> str:
     if get_origin(hint) is dict:
         return "table of strings"
     return "string"
+
+
+def declared(key: str) -> Leaf:
+    """One setting's declaration by its key as users write it (``"query.maxResults"``);
+    KeyError when there is no such setting."""
+    for leaf in leaves(Settings):
+        if leaf.key == key:
+            return leaf
+    raise KeyError(key)
+
+
+def option_help(key: str, what: str) -> str:
+    """The help of a command-line option that stands in for setting ``key``: ``what`` it
+    does, with the setting's bounds and default ("max results, at least 1 (default 6, or
+    the setting query.maxResults)")."""
+    leaf = declared(key)
+    bounds = bounds_text(leaf.spec)
+    return f"{what}{', ' + bounds if bounds else ''} (default {leaf.default}, or the setting {key})"
 
 
 def _cell(text: str) -> str:
