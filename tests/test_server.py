@@ -861,9 +861,16 @@ async def test_rapid_changes_and_concurrent_searches(start: Start, tmp_path: Pat
 
     t0 = time.monotonic()
     answers = await asyncio.gather(
-        *(search(client, q) for q in ["PostgreSQL", "vault", "token bucket", "w501"] * 25)
+        *(search(client, q) for q in ["PostgreSQL", "vault", "token bucket", "w501"] * 25),
+        return_exceptions=True,
     )
-    assert len(answers) == 100 and all(a["results"] for a in answers)
+    # A client's searches take turns; a newer one supersedes those still waiting (answered
+    # RequestCancelled). Every search that ran found its note; the last one always runs.
+    cancelled = [a for a in answers if isinstance(a, JsonRpcException)]
+    assert all(a.code == -32800 for a in cancelled), cancelled
+    ran = [a for a in answers if not isinstance(a, BaseException)]
+    assert len(ran) + len(cancelled) == 100 and all(a["results"] for a in ran)
+    assert not isinstance(answers[-1], BaseException)
     assert time.monotonic() - t0 < 20
     assert (await status(client))["openDocuments"] == ["memory/typing.md"]
 

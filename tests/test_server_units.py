@@ -99,7 +99,9 @@ async def test_stdin_reader_hands_over_whole_messages() -> None:
 
     writer = threading.Thread(target=write)
     writer.start()
-    reader = MessageReader(r, asyncio.get_running_loop())
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[str] = loop.create_future()
+    reader = MessageReader(r, loop, lambda why: loop.call_soon_threadsafe(ended.set_result, why))
     got = [
         await reader.readline(),
         await reader.readline(),
@@ -108,8 +110,11 @@ async def test_stdin_reader_hands_over_whole_messages() -> None:
         await reader.readline(),
         await reader.readline(),
         await reader.readexactly(len(small)),
-        await reader.readline(),
     ]
+    # The end of input is the client gone: the server stops the reader, which ends the loop.
+    assert await asyncio.wait_for(ended, 10) == "its input ended"
+    assert reader.stop() == 0  # every message was handled
+    got.append(await reader.readline())
     writer.join()
     os.close(r)
     assert got == [

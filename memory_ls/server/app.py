@@ -13,7 +13,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import cattrs
 from lsprotocol import types
@@ -34,6 +34,8 @@ from pygls.protocol import (
 from .. import __version__, params
 from ..params import ParamError
 from . import protocol
+from .lanes import Supersede
+from .lifeline import Lifeline
 from .service import MemoryService
 from .stdio import serve_stdio
 from .text_document import use_fast_documents
@@ -90,7 +92,11 @@ def lsp_errors(method: str) -> Iterator[None]:
 class MemoryProtocol(LanguageServerProtocol):
     """pygls drops a request whose params do not parse (no response at all: the client waits
     forever). Hand it to the ``UNPARSED`` handler instead, which answers InvalidParams naming
-    the field."""
+    the field.
+
+    Once the client is gone (``drop_requests``), nothing is handled or sent any more."""
+
+    closed = False
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
@@ -104,6 +110,24 @@ class MemoryProtocol(LanguageServerProtocol):
                 jsonrpc="2.0",
                 params=f"{data['method']}: invalid params: {_describe(exc.__cause__)}",
             )
+
+    def handle_message(self, message: Any) -> None:
+        if not self.closed:
+            super().handle_message(message)
+
+    def _send_data(self, data: Any) -> None:
+        # Before serializing: thousands of cancelled requests answer as the loop winds down.
+        if not self.closed:
+            super()._send_data(data)
+
+    def drop_requests(self) -> int:
+        """Send nothing more and cancel every request still pending (queued or running: their
+        answers would go nowhere); how many there were."""
+        self.closed = True
+        pending = [f for f in self._request_futures.values() if not f.done()]
+        for future in pending:
+            future.cancel()
+        return len(pending)
 
 
 class LspLogHandler(logging.Handler):
@@ -142,6 +166,9 @@ class MemoryLanguageServer(LanguageServer):
         self.service: MemoryService | None = None
         self.log_handler: LspLogHandler | None = None
         self.shutdown_requested = False  # the LSP exit code: 0 only after `shutdown`
+        self.lifeline: Lifeline | None = None  # set by the transport, or at `initialize`
+        self.client_gone = False
+        self.searches = Supersede()  # one client per server: its searches take turns
         self._last_error_shown = 0.0
 
     def svc(self) -> MemoryService:
@@ -175,6 +202,35 @@ class MemoryLanguageServer(LanguageServer):
                         message=f"memory-ls: internal error: {error} (details in the log)",
                     )
                 )
+
+    def watch_client(self, process_id: int | None) -> None:
+        """Exit when the client's process is gone (``processId`` of ``initialize``)."""
+        if self.lifeline is None:  # over TCP: no transport made one
+            self.lifeline = Lifeline(asyncio.get_running_loop(), self.client_lost)
+        self.lifeline.watch(process_id)
+
+    def client_lost(self, why: str, unread: int = 0) -> None:
+        """The client is gone (``why``): answer nothing more, drop every pending request and
+        end the message loop, with one log line (``unread``: messages the transport dropped)."""
+        if self.client_gone:
+            return
+        self.client_gone = True
+        dropped = cast(MemoryProtocol, self.protocol).drop_requests()
+        level = logging.INFO if self.shutdown_requested else logging.WARNING
+        log.log(
+            level,
+            "the client is gone (%s): exiting; %d request(s) dropped, %d message(s) unread",
+            why,
+            dropped,
+            unread,
+        )
+        if self._stop_event is not None:
+            self._stop_event.set()
+        writer = self.protocol.writer
+        if isinstance(writer, asyncio.StreamWriter):
+            # Over TCP: the connection's message loop ends at the end of its input, and pygls
+            # stops the server then (stopping it first cancels that loop mid-read: a traceback).
+            writer.close()
 
     def shutdown(self) -> None:
         # Reached on exit with or without a prior `shutdown` request.
@@ -220,6 +276,7 @@ def build_server() -> MemoryLanguageServer:
     # -- lifecycle --------------------------------------------------------------------------
     @server.feature(types.INITIALIZE)
     def initialize(params: types.InitializeParams) -> None:
+        server.watch_client(params.process_id)
         use_fast_documents(server.workspace)
         service = server.service = MemoryService(server, params.initialization_options)
         server.setup_logging(str(service.config.init_overrides.get("logLevel", "info")))
@@ -276,7 +333,9 @@ def build_server() -> MemoryLanguageServer:
     # -- custom requests and commands -------------------------------------------------------
     @_request(server, protocol.SEARCH)
     async def memory_search(p: Any) -> dict[str, Any]:
-        return await server.svc().requests.search(params.parse_search(p))
+        req = params.parse_search(p)  # bad params are answered at once, never queued
+        async with server.searches.turn():
+            return await server.svc().requests.search(req)
 
     @_request(server, protocol.GET)
     async def memory_get(p: Any) -> dict[str, Any]:

@@ -1,13 +1,15 @@
-"""Where engine work runs: ``Lane`` (one thread, calls in order) and ``TaskSet`` (background
-asyncio tasks kept alive, their failures logged)."""
+"""Where engine work runs: ``Lane`` (one thread, calls in order), ``TaskSet`` (background
+asyncio tasks kept alive, their failures logged) and ``Supersede`` (one call at a time, the
+newest waiting one wins)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from functools import partial
 from typing import Any, TypeVar
@@ -79,3 +81,45 @@ class Lane:
 
     def close(self) -> None:
         self._q.put(None)
+
+
+class Supersede:
+    """Calls take turns, one at a time; a call that comes while another waits for its turn
+    supersedes it. A search-as-you-type client sends a search per keystroke: only the newest
+    of those still waiting is worth an answer.
+
+    A superseded call gets ``CancelledError`` from ``turn()``: its request task ends cancelled,
+    and pygls answers it RequestCancelled. A waiting call whose task is cancelled
+    (``$/cancelRequest``) leaves its place the same way."""
+
+    def __init__(self) -> None:
+        self._busy = False
+        self._next: asyncio.Future[None] | None = None  # the call waiting: the newest
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        if self._next is not None:
+            self._next.cancel()  # superseded by this call
+            self._next = None
+        if self._busy:
+            self._next = waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter  # done when the running call ends: its turn is handed to this one
+            except asyncio.CancelledError:
+                if self._next is waiter:
+                    self._next = None
+                elif waiter.done() and not waiter.cancelled():
+                    self._release()  # handed the turn, then cancelled: pass it on
+                raise
+        self._busy = True
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        waiter, self._next = self._next, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)  # straight to the waiting call: no newcomer overtakes it
+        else:
+            self._busy = False

@@ -4,23 +4,31 @@ pygls reads stdin with an executor call per header line and another for the body
 message costs the event loop five thread switches (loop -> reader -> loop, three times over);
 on a busy machine each is a scheduling delay. Here one thread blocks on stdin, reads a whole
 message (headers and body) and hands it to the loop in one wake-up.
+
+The end of stdin and a write into a closed pipe are the client gone (``Lifeline.lost``), not
+errors: the messages not yet handled are dropped with the rest of the queued work, and later
+writes go nowhere (pygls logged a traceback for each, and answered every queued request).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import os
 import re
 import sys
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, BinaryIO
 
-from pygls.io_ import StdoutWriter, run_async
+from pygls.io_ import run_async
+
+from .lifeline import Lifeline
 
 if TYPE_CHECKING:
-    from pygls.server import JsonRPCServer
+    from .app import MemoryLanguageServer
 
 log = logging.getLogger(__name__)
 CONTENT_LENGTH = re.compile(rb"^Content-Length: (\d+)\r\n$")
@@ -33,24 +41,29 @@ class MessageReader:
     The thread reads the file descriptor with ``os.read``: a daemon thread blocked inside a
     ``BufferedReader`` would hold its lock and abort the interpreter's exit."""
 
-    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop):
+    def __init__(
+        self, fd: int, loop: asyncio.AbstractEventLoop, on_end: Callable[[str], None]
+    ) -> None:
         self._fd = fd
         self._buf = bytearray()
         self._loop = loop
+        self._on_end = on_end  # the client is gone (called from the reading thread)
         self._items: collections.deque[bytes] = collections.deque()
         self._ready = asyncio.Event()
+        self._stopped = False
         self._thread = threading.Thread(target=self._read, name="memory-ls-stdin", daemon=True)
         self._thread.start()
 
     def _read(self) -> None:
+        why = "its input ended"
         try:
-            while True:
-                message = self._message()
+            while (message := self._message())[-1]:
                 self._loop.call_soon_threadsafe(self._add, message)
-                if not message[-1]:  # end of input
-                    return
-        except (OSError, RuntimeError):  # stdin closed, or the loop closed first
+        except OSError as exc:
+            why = f"its input failed: {exc}"
+        except RuntimeError:  # the loop closed first: the server is exiting already
             return
+        self._on_end(why)
 
     def _fill(self) -> bool:
         chunk = os.read(self._fd, READ_SIZE)
@@ -90,8 +103,19 @@ class MessageReader:
                 return lines
 
     def _add(self, items: list[bytes]) -> None:
-        self._items.extend(items)
+        if not self._stopped:
+            self._items.extend(items)
+            self._ready.set()
+
+    def stop(self) -> int:
+        """End the message loop now, dropping the messages not handled yet (the client is
+        gone: whatever they ask, nobody reads the answer); how many were dropped."""
+        dropped = sum(1 for item in self._items if item == b"\r\n")  # one blank line each
+        self._stopped = True
+        self._items.clear()
+        self._items.append(b"")  # the message loop ends at an empty header line
         self._ready.set()
+        return dropped
 
     async def _next(self) -> bytes:
         while not self._items:
@@ -106,19 +130,61 @@ class MessageReader:
         return await self._next()  # the body, read whole by the thread
 
 
-def serve_stdio(server: JsonRPCServer) -> None:
-    """``server.start_io()`` with the one-thread reader (same loop, writer and shutdown)."""
+class PipeWriter:
+    """pygls' ``StdoutWriter``, but a closed pipe is the client gone, not an error: it is told
+    once, and every later write is dropped."""
+
+    def __init__(self, out: BinaryIO, on_closed: Callable[[str], None]) -> None:
+        self._out = out
+        self._on_closed = on_closed
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        if self.closed:
+            return
+        try:
+            self._out.write(data)
+            self._out.flush()
+        except (OSError, ValueError) as exc:  # EPIPE, or written after close()
+            self.closed = True
+            _discard_stdout()
+            self._on_closed(f"writing to it failed: {exc}")
+
+    def close(self) -> None:
+        self.closed = True
+        with contextlib.suppress(OSError, ValueError):
+            self._out.close()
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device: what stays in its buffer would otherwise fail again
+    at exit, with "Exception ignored ... BrokenPipeError" on stderr (the recipe of Python's
+    ``signal`` documentation for SIGPIPE)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def serve_stdio(server: MemoryLanguageServer) -> None:
+    """``server.start_io()`` with the one-thread reader (same loop and shutdown), and the
+    client's end watched (``Lifeline``)."""
     server._stop_event = stop = threading.Event()
-    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
 
     async def main() -> None:
-        reader = MessageReader(sys.stdin.buffer.fileno(), asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        reader: MessageReader | None = None
+
+        def lost(why: str) -> None:
+            server.client_lost(why, reader.stop() if reader is not None else 0)
+
+        lifeline = server.lifeline = Lifeline(loop, lost)
+        server.protocol.set_writer(PipeWriter(sys.stdout.buffer, lifeline.lost))
+        reader = MessageReader(sys.stdin.buffer.fileno(), loop, lifeline.lost)
         await run_async(stop, reader, server.protocol, log, server.report_server_error)
 
     try:
         asyncio.run(main())
-    except BrokenPipeError:
-        log.error("the client closed the connection")
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
