@@ -107,6 +107,12 @@ def parse_get(params: Any, dialect: Dialect = LSP) -> GetParams:
     return p
 
 
+def wire_names(cls: type, dialect: Dialect = LSP) -> dict[str, str]:
+    """The fields of ``cls`` a wire takes: attribute -> wire name (the TypeScript types and the
+    tool schemas are held to them)."""
+    return dict(_converter(dialect)[1][cls])
+
+
 def parse_status(params: Any) -> FolderParams:
     return _structure(params, FolderParams, LSP)
 
@@ -267,7 +273,7 @@ def _converter(d: Dialect) -> tuple[cattrs.Converter, dict[type, dict[str, str]]
         conv.register_structure_hook(
             cls, make_dict_structure_fn(cls, conv, _cattrs_detailed_validation=True, **overrides)
         )
-        wire[cls] = names
+        wire[cls] = {attr: name for attr, name in names.items() if attr not in omit}
 
     lines = _integer(1, d.max_lines)
     register(

@@ -6,6 +6,7 @@ from typing import Any
 
 import mcp.types as types
 
+from ..methods import GET, SEARCH, STATUS, Method
 from ..params import MCP
 from ..settings.docs import declared
 
@@ -26,33 +27,25 @@ INSTRUCTIONS = (
 )
 
 
-def _tool(
-    name: str, title: str, description: str, properties: dict[str, Any], required: list[str]
-) -> types.Tool:
-    """A read-only tool over this workspace only, with a closed object schema."""
+def _tool(method: Method, properties: dict[str, Any], required: list[str]) -> types.Tool:
+    """The read-only tool of a declared method (methods.py), over this workspace only, with a
+    closed object schema: what it offers of the method's params, in the MCP dialect."""
+    assert method.tool is not None
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
     schema["additionalProperties"] = False
     return types.Tool(
-        name=name,
-        title=title,
-        description=description,
+        name=method.tool,
+        title=method.title,
+        description=method.description,
         input_schema=schema,
         annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
 
 
 SEARCH_TOOL = _tool(
-    "memory_search",
-    "Search memory",
-    "Search the workspace's memory (notes and, if enabled, session transcripts) with "
-    "hybrid keyword + semantic search. Use this FIRST, before answering questions about "
-    "prior work, decisions, preferences, people, dates or todos. Returns ranked results "
-    "with path, 1-based startLine/endLine, score, a snippet and a citation "
-    "(path#Lstart-Lend). Snippets are partial: read a result in full with memory_get "
-    "(pass its citation) before quoting or relying on it. Query filters also work inside "
-    "the query text: file:<prefix>, after:YYYY-MM-DD, before:YYYY-MM-DD, +required, -excluded.",
+    SEARCH,
     {
         "query": {"type": "string", "description": "What to look for, in plain words."},
         "maxResults": {
@@ -89,13 +82,7 @@ SEARCH_TOOL = _tool(
 )
 
 GET_TOOL = _tool(
-    "memory_get",
-    "Read memory lines",
-    "Read lines of a memory file. Use it SECOND, after memory_search: pass a result's "
-    "citation (e.g. memory/2026-01-10-api.md#L3-L9) to read exactly the cited lines, or a "
-    "path with from/lines for more context around them. Returns {uri, path, from, to, "
-    "totalLines, text}; line numbers are 1-based (for transcripts, the original JSONL "
-    "lines). Only memory files of this workspace can be read.",
+    GET,
     {
         "citation": {"type": "string", "description": "A citation: path#L3-L9 or path#L3."},
         "path": {"type": "string", "description": "A workspace-relative memory file path."},
@@ -111,15 +98,7 @@ GET_TOOL = _tool(
 )
 
 STATUS_TOOL = _tool(
-    "memory_status",
-    "Memory index status",
-    "The state of the memory index, as `memory-ls status --json` reports it: mode "
-    "(hybrid, or keyword with providerReason saying why), provider {id, model, dims}, "
-    "files, chunks, pendingEmbeddings (chunks still without a vector), pendingLineVectors "
-    "(chunks whose lines still wait for theirs), indexPath, "
-    "lastSync, and problems (settingsProblems, rootProblems, fallbackReason). Call it when search "
-    "results look thin or to explain why search is keyword-only; it is not needed "
-    "before memory_search.",
+    STATUS,
     {},
     [],
 )

@@ -23,10 +23,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from .. import __version__
+from ..methods import METHODS
 from ..params import ParamError
 from ..sources.sessions import no_surrogates
 from .resources import list_resources, read_resource
-from .schemas import GET_TOOL, INSTRUCTIONS, SEARCH_TOOL, STATUS_TOOL, TOOLS
+from .schemas import INSTRUCTIONS, TOOLS
 from .tools import MemoryTools
 
 log = logging.getLogger(__name__)
@@ -46,10 +47,9 @@ def _error(message: str) -> types.CallToolResult:
 
 
 def build_server(tools: MemoryTools) -> Server[Any]:
+    # Each declared method's tool calls the MemoryTools method of the same handler name.
     handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-        SEARCH_TOOL.name: tools.search,
-        GET_TOOL.name: tools.get,
-        STATUS_TOOL.name: tools.status,
+        m.tool: getattr(tools, m.handler) for m in METHODS if m.tool is not None
     }
     schemas = {t.name: t.input_schema for t in TOOLS}
 

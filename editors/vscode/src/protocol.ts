@@ -1,9 +1,8 @@
 // The memory-ls protocol as seen by the client (docs/protocol.md).
 // Pure types and names: no `vscode` import, so the logic modules stay testable with `node --test`.
 
-export const SEARCH = 'memory/search';
-export const GET = 'memory/get';
-export const STATUS = 'memory/status';
+// The requests' names, params and MCP tools are generated from memory_ls/methods.py.
+export * from './protocol.generated';
 
 /** The URI scheme of a file only a teammate has (a team index hit): the file URI it would have
  * here, with `file` replaced by this; `memory/get` takes it as `path`. */
@@ -22,18 +21,6 @@ export interface LspPosition {
 export interface LspRange {
   start: LspPosition;
   end: LspPosition;
-}
-
-export interface SearchParams {
-  query: string;
-  maxResults?: number;
-  minScore?: number;
-  sources?: string[];
-  pathPrefix?: string;
-  /** A workspace folder URI: search only that folder. */
-  folder?: string;
-  /** Answer with each hit's trace and each folder's plan (docs/protocol.md, "explain"). */
-  explain?: boolean;
 }
 
 export interface SearchHit {
@@ -70,14 +57,6 @@ export interface SearchResult {
   belowMinScore?: { count: number; bestScore: number };
   /** With `explain`: one plan per workspace folder searched. */
   explain?: Array<Record<string, unknown>>;
-}
-
-export interface GetParams {
-  path?: string;
-  citation?: string;
-  from?: number;
-  lines?: number;
-  folder?: string;
 }
 
 export interface GetResult {
