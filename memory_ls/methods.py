@@ -28,6 +28,8 @@ class Method:
     tool: str | None = None  # the MCP tool offering the same request (None: LSP only)
     title: str = ""  # the MCP tool's title
     description: str = ""  # what the agent reads: when and how to call the tool
+    # a newer call from the same client supersedes its queued ones (search as you type)
+    latest_wins: bool = False
 
 
 SEARCH = Method(
@@ -44,6 +46,7 @@ SEARCH = Method(
     "(path#Lstart-Lend). Snippets are partial: read a result in full with memory_get "
     "(pass its citation) before quoting or relying on it. Query filters also work inside "
     "the query text: file:<prefix>, after:YYYY-MM-DD, before:YYYY-MM-DD, +required, -excluded.",
+    latest_wins=True,
 )
 GET = Method(
     "memory/get",

@@ -113,8 +113,22 @@ def wire_names(cls: type, dialect: Dialect = LSP) -> dict[str, str]:
     return dict(_converter(dialect)[1][cls])
 
 
-def parse_status(params: Any) -> FolderParams:
-    return _structure(params, FolderParams, LSP)
+def parse_status(params: Any, dialect: Dialect = LSP) -> FolderParams:
+    return _structure(params, FolderParams, dialect)
+
+
+# The parser of each declared method's params type (methods.py).
+PARSERS: dict[type, Callable[[Any, Dialect], Any]] = {
+    SearchRequest: parse_search,
+    GetParams: parse_get,
+    FolderParams: parse_status,
+}
+
+
+def parse(cls: type[T], params: Any, dialect: Dialect = LSP) -> T:
+    """``params`` parsed into ``cls``, one of the declared methods' params types."""
+    parsed: T = PARSERS[cls](params, dialect)
+    return parsed
 
 
 def parse_sync(arguments: Sequence[Any]) -> SyncParams:

@@ -11,7 +11,7 @@ import pytest_asyncio
 from conftest import write
 from server_util import open_folder
 
-from memory_ls.params import GetParams, ParamError
+from memory_ls.params import FolderParams, GetParams, ParamError
 from memory_ls.search.request import SearchRequest
 from memory_ls.server.folders import Folders
 from memory_ls.server.progress import SyncOutcome
@@ -87,7 +87,7 @@ async def test_errors_name_the_field(requests: Requests, tmp_path: Path) -> None
         (requests.get(GetParams(path=str(tmp_path / "elsewhere.md"))), "path"),
         (requests.get(GetParams(path="README.md")), "path"),
         (requests.get(GetParams(citation="memory/gone.md#L1")), "citation"),
-        (requests.status("/nope"), "folder"),
+        (requests.status(FolderParams("/nope")), "folder"),
     ]
     for call, field in cases:
         with pytest.raises(ParamError) as exc_info:
@@ -95,5 +95,5 @@ async def test_errors_name_the_field(requests: Requests, tmp_path: Path) -> None
         assert exc_info.value.field == field
     got = await requests.get(GetParams(citation="memory/walrus-3.md#L3"))
     assert got["text"] == "The walrus herd number 3." and "/big/" in got["uri"]
-    st = await requests.status(None)
+    st = await requests.status(FolderParams())
     assert st["files"] == 7 and len(st["folders"]) == 2 and st["watch"] == "off"

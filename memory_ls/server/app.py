@@ -32,6 +32,7 @@ from pygls.protocol import (
 )
 
 from .. import __version__, params
+from ..methods import METHODS, Method
 from ..params import ParamError
 from . import protocol
 from .lanes import Supersede
@@ -242,18 +243,19 @@ class MemoryLanguageServer(LanguageServer):
         super().shutdown()
 
 
-def _request(
-    server: MemoryLanguageServer, method: str
-) -> Callable[[Callable[[Any], Awaitable[Any]]], None]:
-    """Register a custom request handler ``fn(params)`` (params: raw JSON)."""
+def _request(server: MemoryLanguageServer, m: Method) -> None:
+    """Register a declared custom request (methods.py): its params parsed into its type (bad
+    params are answered at once, never queued), then its handler on ``Requests``."""
 
-    def register(fn: Callable[[Any], Awaitable[Any]]) -> None:
-        @server.feature(method)
-        async def handler(params: Any) -> Any:
-            with lsp_errors(method):
-                return await fn(params)
-
-    return register
+    @server.feature(m.lsp)
+    async def handler(raw: Any) -> Any:
+        with lsp_errors(m.lsp):
+            p: Any = params.parse(m.params, raw)
+            answer = getattr(server.svc().requests, m.handler)
+            if not m.latest_wins:
+                return await answer(p)
+            async with server.searches.turn():
+                return await answer(p)
 
 
 def _command(
@@ -331,19 +333,8 @@ def build_server() -> MemoryLanguageServer:
         server.svc().documents.did_close(params.text_document.uri)
 
     # -- custom requests and commands -------------------------------------------------------
-    @_request(server, protocol.SEARCH)
-    async def memory_search(p: Any) -> dict[str, Any]:
-        req = params.parse_search(p)  # bad params are answered at once, never queued
-        async with server.searches.turn():
-            return await server.svc().requests.search(req)
-
-    @_request(server, protocol.GET)
-    async def memory_get(p: Any) -> dict[str, Any]:
-        return await server.svc().requests.get(params.parse_get(p))
-
-    @_request(server, protocol.STATUS)
-    async def memory_status(p: Any) -> dict[str, Any]:
-        return await server.svc().requests.status(params.parse_status(p).folder)
+    for method in METHODS:
+        _request(server, method)
 
     @_command(server, protocol.CMD_REINDEX)
     async def cmd_reindex(args: tuple[Any, ...]) -> dict[str, Any]:
@@ -356,8 +347,7 @@ def build_server() -> MemoryLanguageServer:
 
     @_command(server, protocol.CMD_STATUS)
     async def cmd_status(args: tuple[Any, ...]) -> dict[str, Any]:
-        folder = params.parse_status(args[0] if args else None).folder
-        return await server.svc().requests.status(folder)
+        return await server.svc().requests.status(params.parse_status(args[0] if args else None))
 
     @_command(server, protocol.CMD_SAVE_SESSION)
     async def cmd_save_session(args: tuple[Any, ...]) -> dict[str, Any]:

@@ -1,11 +1,7 @@
-"""The names of the custom requests and commands (docs/protocol.md describes them); their
-params are parsed by ``memory_ls.params``, shared with the MCP tools."""
+"""The names of the server's commands (``workspace/executeCommand``; docs/protocol.md). The
+custom requests are declared in ``memory_ls/methods.py``."""
 
 from __future__ import annotations
-
-SEARCH = "memory/search"
-GET = "memory/get"
-STATUS = "memory/status"
 
 CMD_REINDEX = "memory.reindex"
 CMD_SYNC = "memory.sync"

@@ -17,7 +17,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..params import GetParams, ParamError, SaveSessionParams
+from ..params import FolderParams, GetParams, ParamError, SaveSessionParams
 from ..search.citations import citation_problem, parse_citation
 from ..search.request import SearchRequest
 from ..search.results import TEAM_SCHEME, SearchResponse
@@ -126,8 +126,8 @@ class Requests:
         raise ParamError(field, errors[0] if errors else "not found")
 
     # -- status -----------------------------------------------------------------------------
-    async def status(self, folder_ref: str | None) -> dict[str, Any]:
-        folders = self.folders.select(folder_ref)
+    async def status(self, p: FolderParams) -> dict[str, Any]:
+        folders = self.folders.select(p.folder)
 
         async def one(folder: Folder) -> dict[str, Any]:
             extra = {

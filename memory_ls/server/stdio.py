@@ -21,14 +21,24 @@ import re
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from pygls.io_ import run_async
 
 from .lifeline import Lifeline
 
-if TYPE_CHECKING:
-    from .app import MemoryLanguageServer
+
+class Served(Protocol):
+    """What the transport needs of the language server (app.py's MemoryLanguageServer)."""
+
+    _stop_event: threading.Event | None
+    lifeline: Lifeline | None
+    protocol: Any
+
+    def client_lost(self, why: str, unread: int = 0) -> None: ...
+    def report_server_error(self, error: Exception, source: Any) -> None: ...
+    def shutdown(self) -> None: ...
+
 
 log = logging.getLogger(__name__)
 CONTENT_LENGTH = re.compile(rb"^Content-Length: (\d+)\r\n$")
@@ -166,7 +176,7 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
-def serve_stdio(server: MemoryLanguageServer) -> None:
+def serve_stdio(server: Served) -> None:
     """``server.start_io()`` with the one-thread reader (same loop and shutdown), and the
     client's end watched (``Lifeline``)."""
     server._stop_event = stop = threading.Event()
