@@ -6,6 +6,8 @@
     python bench/lsp_latency.py --files 300 --query-words 8-16 --provider local --model-path m.gguf
     python bench/lsp_latency.py --eval ../shared/eval/locomo-dev --provider local \
         --model-path m.gguf     # an evaluation set's workspaces in one, and its questions
+    python bench/lsp_latency.py --files 2000 --baseline ../other-checkout --rounds 3
+                                # this checkout's server against another's, rounds alternating
 
 Measures: server start to first answered search (and to the first search answered from a
 complete index), the initial sync, the time from a ``didChange`` to the first ``memory/search``
@@ -27,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import parse_overrides, percentile
+from common import REPO, parse_overrides, percentile
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import JsonRPCResponseMessage, default_converter
@@ -154,6 +156,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "XDG_CACHE_HOME": str(tmp / "cache"),
         "XDG_CONFIG_HOME": str(tmp / "config"),
     }
+    if args.checkout:  # the server of another checkout (--baseline)
+        env["PYTHONPATH"] = str(Path(args.checkout).resolve())
     init: dict[str, Any] = {"provider": args.provider}
     if args.model_path:
         init["local"] = {"modelPath": str(Path(args.model_path).resolve())}
@@ -395,7 +399,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="a setting for the server, e.g. query.lines.maxChunks=0 (repeatable)",
     )
+    ap.add_argument("--baseline", help="another checkout: its server against this one's")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of each with --baseline")
     args = ap.parse_args(argv)
+    args.checkout = None
+    if args.baseline:
+        return side_by_side(args)
     tmp = Path(tempfile.mkdtemp(prefix="memory-ls-bench-"))
     try:
         result = asyncio.run(run(args, tmp))
@@ -407,6 +416,37 @@ def main(argv: list[str] | None = None) -> int:
         if not v:  # --edits 0
             continue
         print(f"<!-- {key}: n={len(v)} mean={statistics.mean(v):.1f} max={max(v):.1f} -->")
+    return 0
+
+
+def side_by_side(args: argparse.Namespace) -> int:
+    """This checkout's server and ``--baseline``'s on one workspace, in alternating rounds
+    (a drifting machine moves both), each from an empty cache; the ratios of the medians."""
+    work = Path(tempfile.mkdtemp(prefix="memory-ls-bench-"))
+    got: dict[str, dict[str, list[float]]] = {"this": {}, "baseline": {}}
+    try:
+        if not args.workspace and not args.eval:
+            generate(work / "ws", args.files)
+            args.workspace = str(work / "ws")
+        for r in range(args.rounds):
+            for name, checkout in (("this", REPO), ("baseline", Path(args.baseline))):
+                args.checkout = checkout
+                result = asyncio.run(run(args, work / f"{name}-{r}"))
+                for key in ("search", "symbol", "edit"):
+                    got[name].setdefault(key, []).extend(result[key])
+                print(f"round {r} {name}: {table(result)}", file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{args.rounds} rounds each, alternating; ms (this / baseline)\n")
+    print("| | this p50 | p95 | baseline p50 | p95 | ratio p50 | ratio p95 |")
+    print("|---|---|---|---|---|---|---|")
+    for key in ("search", "symbol", "edit"):
+        a, b = got["this"].get(key), got["baseline"].get(key)
+        if not a or not b:
+            continue
+        pa, pb = (percentile(a, 50), percentile(a, 95)), (percentile(b, 50), percentile(b, 95))
+        cells = [f"{v:.1f}" for v in (*pa, *pb)] + [f"{pa[0] / pb[0]:.3f}", f"{pa[1] / pb[1]:.3f}"]
+        print(f"| {key} | " + " | ".join(cells) + " |")
     return 0
 
 
