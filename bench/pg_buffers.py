@@ -8,7 +8,7 @@ them).
 
     python bench/pg_buffers.py --chunks 100000 --sizes 128MB,1GB --rounds 3
 
-It starts (and deletes) its own server with tests/pg_server.sh: it must restart it.
+It starts (and deletes) its own server with tests/support/pg_server.sh: it must restart it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ text vs FTS5). Hybrid mode (a local model: --model, default all-MiniLM-L6-v2) ad
 HNSW and the team index's line vectors; the SQLite side is bench/eval.py's cached index, and
 each namespace's embedding cache is seeded from it, so only the line vectors are embedded again.
 
-    python bench/pg_eval.py                       # starts a PostgreSQL with tests/pg_server.sh
+    python bench/pg_eval.py                       # starts PostgreSQL (tests/support/pg_server.sh)
     python bench/pg_eval.py --modes hybrid --sets locomo,scifact
     python bench/pg_eval.py --sets locomo --url postgresql://...
 """

@@ -2,7 +2,7 @@
 
     python bench/remote.py [--files 200] [--latency-ms 50]
 
-Indexes a synthetic workspace through the OpenAI wire format served by tests/http_stub.py on
+Indexes a synthetic workspace through the OpenAI wire format served by tests/support/http_stub.py on
 127.0.0.1, batched (remote.batchSize 64) and one text per request (batchSize 1), then rebuilds
 with a warm cache: the rebuild must send no embedding request at all.
 """
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 sys.path.insert(0, str(REPO))
 
 from http_stub import StubServer  # noqa: E402

@@ -8,7 +8,7 @@ are candidates of one pipeline pass (engine/team/sources.py).
     python bench/unsaved.py                      # LoCoMo dev, all-MiniLM-L6-v2, own server
     python bench/unsaved.py --url postgresql://... --rounds 5 --queries 300
 
-It starts (and deletes) its own server with tests/pg_server.sh unless --url (or
+It starts (and deletes) its own server with tests/support/pg_server.sh unless --url (or
 MEMORY_LS_PG_URL) names one; each run uses a namespace of its own.
 """
 

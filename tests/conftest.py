@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 
+# Shared helpers (tests/support/) import by their plain names, as does this file's own
+# ``write`` and ``spy_submit`` (``from conftest import write``).
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "support"))
+
+from lsp_harness import start  # noqa: E402,F401  (the language-server fixture, for all tests)
 
 
 @pytest.fixture(scope="session", autouse=True)

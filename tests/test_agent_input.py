@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write
-from test_server import Start, make_workspace, paths, search, start, status  # noqa: F401
+from lsp_harness import Start, make_workspace, paths, search, start, status  # noqa: F401
 
 from memory_ls.cli import main
 from memory_ls.engine import MemoryEngine

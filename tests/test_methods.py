@@ -6,15 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
+
+from repo_root import REPO
 
 from memory_ls.mcp.schemas import TOOLS
 from memory_ls.mcp.tools import MemoryTools
 from memory_ls.methods import METHODS
 from memory_ls.params import MCP, wire_names
 from memory_ls.server.requests import Requests
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_each_tool_is_a_declared_method_and_offers_only_its_params():

@@ -17,11 +17,10 @@ from typing import Any
 
 import pytest
 from conftest import write
+from repo_root import REPO
 
 from memory_ls.settings import Settings, apply, leaves, load, to_dict
 from memory_ls.settings.docs import README, main, markdown_table, with_table
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def value_at(s: Settings, key: str) -> Any:

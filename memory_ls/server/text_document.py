@@ -5,7 +5,7 @@ out again, and converts a position by walking its line a character at a time, on
 loop: 41 ms a keystroke in a 9 MB note, 1.7 s in a transcript of one 5 MB line. Here the
 document keeps where its lines start (updated around each edit, not recomputed), cuts the edit
 into the text directly, and converts a position by arithmetic when the line's characters are
-one code unit each. The result is pygls's own (``tests/test_text_document.py`` replays random
+one code unit each. The result is pygls's own (``tests/server/test_text_document.py`` replays random
 edits on both), but for where lines break: pygls uses ``str.splitlines``, which also breaks at
 U+2028, a form feed and five more, where LSP (and the editor) count lines broken by "\n",
 "\r\n" and "\r" only; an edit on a line after such a character landed on another line.

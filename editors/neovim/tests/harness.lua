@@ -4,7 +4,7 @@
 --   local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/harness.lua")
 --
 -- Every check is recorded as {name, ok, detail} in h.results.checks; h.run writes them to
--- $MEMORY_LS_TEST_OUT (tests/test_neovim.py reads it) and quits Nvim whatever happens.
+-- $MEMORY_LS_TEST_OUT (tests/e2e/test_neovim.py reads it) and quits Nvim whatever happens.
 local plugin_dir = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h")
 vim.opt.rtp:prepend(plugin_dir)
 

@@ -3,7 +3,7 @@
 --   MEMORY_LS_CMD=/path/to/memory-ls MEMORY_LS_TEST_OUT=/tmp/out.json \
 --     nvim --headless --clean -c "luafile editors/neovim/tests/headless.lua"   (cwd: a copy of examples/demo)
 --
--- Every check is recorded as {name, ok, detail} in the JSON file; tests/test_neovim.py reads it.
+-- Every check is recorded as {name, ok, detail} in the JSON file; tests/e2e/test_neovim.py reads it.
 -- Nvim quits at the end whatever happens.
 local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/harness.lua")
 local server, root, results = h.server, h.root, h.results

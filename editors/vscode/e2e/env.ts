@@ -65,7 +65,7 @@ export function checkChromium(): void {
 }
 
 /**
- * The small real embedding model the Python tests use (tests/model_util.py builds it once into
+ * The small real embedding model the Python tests use (tests/support/model_util.py builds it once into
  * <repo>/.cache/models from a PyPI wheel). Undefined when it cannot be had (or with
  * MEMORY_LS_E2E_MODEL=none): search is then keyword-only, and the checks expect that.
  */
@@ -74,7 +74,7 @@ export function testModel(server: Server): string | undefined {
     console.log('e2e: MEMORY_LS_E2E_MODEL=none: no model, expecting keyword-only search');
     return undefined;
   }
-  const code = 'import sys; sys.path.insert(0, sys.argv[1]); from tests.model_util import ensure_test_model; print(ensure_test_model())';
+  const code = 'import sys; sys.path.insert(0, sys.argv[1]); from tests.support.model_util import ensure_test_model; print(ensure_test_model())';
   const r = spawnSync(server.python, ['-c', code, REPO], { encoding: 'utf8', cwd: REPO, timeout: 15 * 60 * 1000 });
   const model = r.stdout?.trim().split('\n').pop();
   if (r.status === 0 && model && fs.existsSync(model)) {
@@ -97,7 +97,7 @@ export function teamIndexUrl(): string {
   if (!url) {
     throw new MissingPart(
       `${PG_URL_ENV} is not set: point it at a PostgreSQL server with pgvector, e.g. ` +
-        '`bash tests/pg_server.sh up "$(mktemp -d)" .venv/bin/python` from the repository (as .ci/run does)',
+        '`bash tests/support/pg_server.sh up "$(mktemp -d)" .venv/bin/python` from the repository (as .ci/run does)',
     );
   }
   return url;
