@@ -6,6 +6,8 @@ import fnmatch
 import logging
 import os
 import posixpath
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,42 @@ class MemoryFile:
         return self.path.count("/") - self.path.startswith(PREFIX)
 
 
+class Found(list[MemoryFile]):
+    """The memory files of one walk, sorted by path, and ``skipped``: what the walk passed over
+    and why (``memory/x.md: symlink``), each once, sorted. None of those was followed or
+    opened: a symlink's target may be anywhere, and opening a FIFO waits for a writer."""
+
+    def __init__(self, files: Iterable[MemoryFile] = (), skipped: Iterable[str] = ()):
+        super().__init__(files)
+        self.skipped = sorted(set(skipped))
+
+
+def shown(key: str) -> str:
+    """A path as text any output can carry: bytes of a name that are not UTF-8 as ``\\xNN``."""
+    try:
+        return key.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "FIFO"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISDIR, "folder"),
+)
+
+
+def not_regular(mode: int) -> str:
+    """Why a file of this mode (from lstat, or fstat) is not read: ``symlink`` or
+    ``not a regular file (FIFO)``, a socket, a device..."""
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    kind = next((name for test, name in _KINDS if test(mode)), "unknown type")
+    return f"not a regular file ({kind})"
+
+
 def _skip_dir(name: str) -> bool:
     return name.startswith(".") or name in SKIP_DIRS
 
@@ -52,8 +90,11 @@ def _utf8(key: str) -> bool:
     return True
 
 
-def _walk_md(folder: Path, rel: str) -> list[tuple[str, Path]]:
-    """(relative path, absolute path) of the Markdown files under ``folder``, sorted.
+def _walk_md(folder: Path, rel: str, skipped: list[str]) -> list[tuple[str, Path]]:
+    """(relative path, absolute path) of the Markdown files under ``folder``, sorted; what is
+    neither a file nor a folder (a symlink, a FIFO, a socket, a device: it might be a note or a
+    folder of notes, and is not looked into) and folders that cannot be listed go to
+    ``skipped``, as "path: why". Hidden names and SKIP_DIRS are passed over without a word.
 
     os.scandir answers "is this a directory / a symlink" from the directory listing itself,
     which keeps a no-op sync of 10k files well under a second (Path.resolve per file did not).
@@ -63,16 +104,24 @@ def _walk_md(folder: Path, rel: str) -> list[tuple[str, Path]]:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as exc:
         log.warning("cannot list %s: %s", folder, exc)
+        skipped.append(f"{shown(rel)}: cannot list ({exc.strerror or exc})")
         return found
     for entry in entries:
         name = entry.name
-        if name.startswith(".") or entry.is_symlink():
+        if name.startswith("."):
             continue
         if entry.is_dir(follow_symlinks=False):
             if name not in SKIP_DIRS:
-                found += _walk_md(Path(entry.path), f"{rel}/{name}")
-        elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
-            found.append((f"{rel}/{name}", Path(entry.path)))
+                found += _walk_md(Path(entry.path), f"{rel}/{name}", skipped)
+        elif entry.is_file(follow_symlinks=False):
+            if name.endswith(".md"):
+                found.append((f"{rel}/{name}", Path(entry.path)))
+        else:
+            try:  # lstat: nothing is followed or opened
+                why = not_regular(entry.stat(follow_symlinks=False).st_mode)
+            except OSError:  # gone since the listing
+                continue
+            skipped.append(f"{shown(f'{rel}/{name}')}: {why}")
     return found
 
 
@@ -88,6 +137,7 @@ class Workspace:
         self.opened = opened if opened.resolve() == self.root else self.root
         self.settings = settings
         self.roots, self.config_problems = session_roots.configured(settings)
+        self._told: set[str] = set()  # the skips logged: each once, not at every sync
 
     def root_problems(self) -> list[str]:
         """What is wrong with sessions.roots now: their configuration, then each root that is
@@ -148,69 +198,94 @@ class Workspace:
         # The key hits and citations use: "memory/../MEMORY.md" was answered under that name.
         return self.key_of(Path(os.path.normpath(self.root / p))) or text
 
-    def discover(self) -> list[MemoryFile]:
-        """Every memory file, sorted by path; sessions only when that source is on."""
+    def discover(self) -> Found:
+        """Every memory file, sorted by path (sessions only when that source is on), and what
+        was skipped: each reported in every walk's ``skipped``, logged the first time."""
         files: dict[str, MemoryFile] = {}
-
-        def add(p: Path, source: str) -> None:
-            try:
-                rel = self.rel(p.resolve() if not p.is_symlink() else p)
-            except ValueError:
-                log.warning("skipping %s: outside the workspace", p)
-                return
-            if p.is_symlink() or not p.is_file():
-                return
-            files.setdefault(rel, MemoryFile(rel, self.root / rel, source))
-
+        skipped: list[str] = []
         if "memory" in self.settings.sources:
-            for name in ROOT_FILES:
-                p = self.root / name
-                # On case-insensitive file systems MEMORY.md and memory.md are one file.
-                if p.is_file() and name in os.listdir(self.root):
-                    add(p, "memory")
-            mem = self.root / MEMORY_DIR
-            if mem.is_dir() and not mem.is_symlink():
-                for rel, p in _walk_md(mem, MEMORY_DIR):
-                    files.setdefault(rel, MemoryFile(rel, p, "memory"))
-            for extra in self.settings.extra_paths:
-                p = (self.root / extra).expanduser()
-                if p.is_symlink():
-                    continue
-                if p.is_dir():
-                    try:
-                        base = self.rel(p.resolve())
-                    except ValueError:
-                        log.warning("extraPaths: %s is outside the workspace; skipped", extra)
-                        continue
-                    for rel, q in _walk_md(p, base):
-                        files.setdefault(rel, MemoryFile(rel, q, "memory"))
-                elif p.suffix == ".md":
-                    add(p, "memory")
+            self._notes(files, skipped)
         if "sessions" in self.settings.sources:
-            for pattern in self.settings.sessions.globs:
-                if Path(pattern).is_absolute():  # Path.glob raises on these: skip, never fail
-                    log.warning("sessions.globs: %s is not relative to the workspace", pattern)
-                    continue
-                for p in sorted(self.root.glob(pattern)):
-                    # Only the folders below the workspace: one above it may be hidden too
-                    # (OpenClaw's is ~/.openclaw/workspace), which skipped every transcript.
-                    below = p.relative_to(self.root).parts[:-1]
-                    if p.suffix != ".jsonl" or any(_skip_dir(x) for x in below):
-                        continue
-                    # A root's own transcript: its walk below adds it under the root's key.
-                    if (rooted := self._root_key(p)) is None or not rooted[1]:
-                        add(p, "sessions")
-            for r in self.roots.values():
-                trouble = session_roots.problem(r)
-                if trouble:
-                    log.warning("%s", trouble)
-                    continue
-                for key, p in session_roots.files(r):
-                    files.setdefault(key, MemoryFile(key, p, "sessions"))
+            self._transcripts(files, skipped)
         for key in [k for k in files if not _utf8(k)]:
-            shown = os.fsencode(files.pop(key).abs_path).decode("utf-8", "backslashreplace")
-            log.warning("skipping %s: its name is not UTF-8", shown)
-        return [files[k] for k in sorted(files)]
+            del files[key]
+            skipped.append(f"{shown(key)}: its name is not UTF-8")
+        found = Found([files[k] for k in sorted(files)], skipped)
+        for s in found.skipped:
+            if s not in self._told:
+                self._told.add(s)
+                log.warning("skipping %s", s)
+        return found
+
+    def _add(self, files: dict[str, MemoryFile], skipped: list[str], p: Path, source: str) -> None:
+        """A file found by name (a root note, an extraPaths file, a glob's transcript): added
+        if it is a regular file inside the workspace, else skipped, saying why."""
+        try:
+            rel = self.rel(p.resolve() if not p.is_symlink() else p)
+            mode = p.lstat().st_mode
+        except ValueError:
+            log.warning("skipping %s: outside the workspace", p)
+            return
+        except OSError:  # gone since it was listed
+            return
+        if not stat.S_ISREG(mode):
+            skipped.append(f"{shown(rel)}: {not_regular(mode)}")
+            return
+        files.setdefault(rel, MemoryFile(rel, self.root / rel, source))
+
+    def _notes(self, files: dict[str, MemoryFile], skipped: list[str]) -> None:
+        """MEMORY.md, memory/**/*.md and extraPaths."""
+        try:
+            listed = set(os.listdir(self.root))
+        except OSError:
+            listed = set()
+        for name in ROOT_FILES:
+            # On case-insensitive file systems MEMORY.md and memory.md are one file.
+            if name in listed:
+                self._add(files, skipped, self.root / name, "memory")
+        mem = self.root / MEMORY_DIR
+        if mem.is_symlink():
+            skipped.append(f"{MEMORY_DIR}: symlink")
+        elif mem.is_dir():
+            for rel, p in _walk_md(mem, MEMORY_DIR, skipped):
+                files.setdefault(rel, MemoryFile(rel, p, "memory"))
+        for extra in self.settings.extra_paths:
+            p = (self.root / extra).expanduser()
+            if p.is_symlink():
+                skipped.append(f"{shown(extra)}: symlink")
+            elif p.is_dir():
+                try:
+                    base = self.rel(p.resolve())
+                except ValueError:
+                    log.warning("extraPaths: %s is outside the workspace; skipped", extra)
+                    continue
+                for rel, q in _walk_md(p, base, skipped):
+                    files.setdefault(rel, MemoryFile(rel, q, "memory"))
+            elif p.suffix == ".md":
+                self._add(files, skipped, p, "memory")
+
+    def _transcripts(self, files: dict[str, MemoryFile], skipped: list[str]) -> None:
+        """The transcripts sessions.globs match, then those of sessions.roots."""
+        for pattern in self.settings.sessions.globs:
+            if Path(pattern).is_absolute():  # Path.glob raises on these: skip, never fail
+                log.warning("sessions.globs: %s is not relative to the workspace", pattern)
+                continue
+            for p in sorted(self.root.glob(pattern)):
+                # Only the folders below the workspace: one above it may be hidden too
+                # (OpenClaw's is ~/.openclaw/workspace), which skipped every transcript.
+                below = p.relative_to(self.root).parts[:-1]
+                if p.suffix != ".jsonl" or any(_skip_dir(x) for x in below):
+                    continue
+                # A root's own transcript: its walk below adds it under the root's key.
+                if (rooted := self._root_key(p)) is None or not rooted[1]:
+                    self._add(files, skipped, p, "sessions")
+        for r in self.roots.values():
+            trouble = session_roots.problem(r)
+            if trouble:
+                log.warning("%s", trouble)
+                continue
+            for key, p in session_roots.files(r):
+                files.setdefault(key, MemoryFile(key, p, "sessions"))
 
     def classify(self, rel: str) -> MemoryFile | None:
         """The MemoryFile for an index key (a workspace-relative path, or a transcript

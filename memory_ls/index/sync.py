@@ -51,7 +51,9 @@ def sync_keyword(
     """Bring files, chunks and FTS in line with the disk (and open buffers)."""
     ws = ctx.workspace
     if only is None:
-        found = {mf.path: mf for mf in ws.discover()}
+        listed = ws.discover()
+        report.skipped += listed.skipped  # symlinks, FIFOs, names not UTF-8: never opened
+        found = {mf.path: mf for mf in listed}
         candidates = overlays.keys() - found.keys()
     else:
         found, candidates = {}, set(only)  # a few known paths: no need to walk the tree
@@ -76,6 +78,7 @@ def sync_keyword(
             for path in gone:
                 remove_file(store, ctx, path)
                 report.removed += 1
+    report.skipped.sort()
 
 
 def _sync_one(store, ctx, mf: MemoryFile, state, overlay: str | None, report: SyncReport) -> None:
@@ -130,8 +133,7 @@ def _sync_one(store, ctx, mf: MemoryFile, state, overlay: str | None, report: Sy
     except FileNotFoundError:
         return
     except SourceError as exc:
-        log.warning("%s", exc)
-        report.skipped.append(str(exc))
+        report.skip(mf.path, exc.reason)
         if state:
             remove_file(store, ctx, mf.path)
         return

@@ -99,10 +99,8 @@ def sync_transcript(store, ctx, mf: MemoryFile, st, state, report: SyncReport) -
     """Index a changed transcript: its tail when it grew, else (or if in doubt) the whole."""
     try:
         if st.st_size > ctx.max_file_bytes:
-            raise SourceError(
-                f"{mf.abs_path.name}: {st.st_size} bytes is over maxFileBytes "
-                f"({ctx.max_file_bytes})"
-            )
+            over = f"{st.st_size} bytes is over maxFileBytes ({ctx.max_file_bytes})"
+            raise SourceError(mf.path, over)
         with _open(mf.abs_path, mf.folders) as fh:
             if state and st.st_size > state.size and _index_tail(store, ctx, mf, fh, st, report):
                 return
@@ -118,11 +116,8 @@ def sync_transcript(store, ctx, mf: MemoryFile, st, state, report: SyncReport) -
     except FileNotFoundError:  # deleted while we looked
         return
     except (OSError, SourceError) as exc:
-        msg = str(exc)
-        if not isinstance(exc, SourceError):
-            msg = f"{mf.abs_path.name}: cannot read ({getattr(exc, 'strerror', None) or exc})"
-        log.warning("%s", msg)
-        report.skipped.append(msg)
+        why = exc.reason if isinstance(exc, SourceError) else f"cannot read ({exc.strerror or exc})"
+        report.skip(mf.path, why)
         if state:
             remove_file(store, ctx, mf.path)
 

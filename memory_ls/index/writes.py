@@ -17,7 +17,7 @@ from ..chunking import Chunk, ChunkLimits, chunk_text, split_lines
 from ..sources import SourceError, SourceText, render
 from ..sources.dates import file_date
 from ..sources.markdown import content_hash
-from ..workspace import MemoryFile, Workspace
+from ..workspace import MemoryFile, Workspace, shown
 from .backend import IndexBackend
 from .cache import CacheKey
 from .rows import FileRecord, FileText, from_blob
@@ -41,7 +41,15 @@ class SyncReport:
     embedded: int = 0
     cache_hits: int = 0
     appended: int = 0  # transcripts indexed from where the last sync stopped (of ``indexed``)
+    # "path: why", the path workspace-relative (or sessions:<root>/...): what the walk passed
+    # over (a symlink, a FIFO, a name not UTF-8) and the files that could not be read.
     skipped: list[str] = field(default_factory=list)
+
+    def skip(self, path: str, why: str) -> None:
+        """A file found but not indexed (too large, binary, unreadable), logged as it goes."""
+        entry = f"{shown(path)}: {why}"
+        log.warning("skipping %s", entry)
+        self.skipped.append(entry)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -84,8 +92,7 @@ def index_document(
     try:
         src = render(mf, data)
     except SourceError as exc:
-        log.warning("%s", exc)
-        report.skipped.append(str(exc))
+        report.skip(mf.path, exc.reason)
         remove_file(store, ctx, mf.path)
         return
     lines = split_lines(src.text)

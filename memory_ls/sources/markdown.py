@@ -11,11 +11,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ..workspace import not_regular
+
 log = logging.getLogger(__name__)
 
 
 class SourceError(Exception):
-    """The file cannot be indexed (binary, too large, unreadable); the message says why."""
+    """The file cannot be indexed (binary, too large, unreadable): ``reason`` says why, and
+    the message names the file too (``name: reason``)."""
+
+    def __init__(self, name: str, reason: str):
+        super().__init__(f"{name}: {reason}")
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -34,7 +41,7 @@ def content_hash(data: bytes | str) -> str:
 def decode(data: bytes, name: str) -> str:
     """UTF-8 text of a file; binary files raise, invalid UTF-8 is replaced and logged."""
     if b"\x00" in data[:8192]:
-        raise SourceError(f"{name}: binary file (NUL bytes), skipped")
+        raise SourceError(name, "binary file (NUL bytes)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -60,12 +67,13 @@ def open_regular(path: Path, folders: int = 0) -> BinaryIO:
         raise
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise SourceError(f"{path.name}: a symlink on its path, skipped") from None
-        raise SourceError(f"{path.name}: cannot read ({exc.strerror or exc})") from exc
+            raise SourceError(path.name, "a symlink on its path") from None
+        raise SourceError(path.name, f"cannot read ({exc.strerror or exc})") from exc
     fh = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         fh.close()
-        raise SourceError(f"{path.name}: not a regular file, skipped")
+        raise SourceError(path.name, not_regular(mode))
     return fh
 
 
@@ -97,7 +105,7 @@ def read_bytes(path: Path, max_bytes: int, folders: int = 0) -> bytes:
                 data = fh.read(max_bytes + 1)  # it may grow while we read
                 size = len(data)
         except OSError as exc:
-            raise SourceError(f"{path.name}: cannot read ({exc.strerror or exc})") from exc
+            raise SourceError(path.name, f"cannot read ({exc.strerror or exc})") from exc
     if size > max_bytes:
-        raise SourceError(f"{path.name}: {size} bytes is over maxFileBytes ({max_bytes})")
+        raise SourceError(path.name, f"{size} bytes is over maxFileBytes ({max_bytes})")
     return data
