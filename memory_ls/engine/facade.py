@@ -179,6 +179,17 @@ class MemoryEngine:
         """Forget an editor buffer and index the file as it is on disk (or drop it)."""
         self.route.clear_document(path)
 
+    def team_retry_in(self) -> float | None:
+        """Seconds until the team index is worth trying again (0: now); None when there is
+        nothing to try (a local folder, or the team index answers and is caught up). Reads
+        state only, no I/O."""
+        return self.route.retry_in()
+
+    def retry_team(self) -> None:
+        """Try the team index again and, when it answers, push this folder's writes and
+        removals made while it was away (a timer calls it once ``team_retry_in`` is 0)."""
+        self.route.retry()
+
     # -- reading ----------------------------------------------------------------------------
     def search(self, request: SearchRequest | str, **fields: Any) -> SearchResponse:
         """Search this folder. ``request`` is a SearchRequest, or a query string with the

@@ -24,6 +24,17 @@ from .indexer import Indexer
 from .providers import ProviderPolicy
 
 Answer = tuple[Outcome, str | None]  # a search's outcome, and why it degraded (or None)
+RETRY_POLL_S = 5.0  # how often a timer asks whether the team index failed (no I/O)
+RETRY_GAP_S = 1.0  # the least a timer waits between two tries of the team index
+
+
+def retry_pause(wait: float | None) -> float:
+    """How long a timer sleeps before it asks ``Route.retry_in`` again, given its last
+    answer: a little past the cooldown's end, ``RETRY_GAP_S`` at least (a cooldown of 0 s
+    must not spin), ``RETRY_POLL_S`` at most (a failure may start the cooldown meanwhile)."""
+    if wait is None:
+        return RETRY_POLL_S
+    return min(max(wait + 0.05, RETRY_GAP_S), RETRY_POLL_S)
 
 
 @dataclass
@@ -55,6 +66,8 @@ class Route(Protocol):
     def place(self, hits: list[SearchHit]) -> None: ...
     def read_elsewhere(self, rel: str) -> FileLines | None: ...
     def status(self, local: IndexStatus) -> IndexStatus: ...
+    def retry_in(self) -> float | None: ...
+    def retry(self) -> None: ...
     def close(self) -> None: ...
 
 
@@ -116,6 +129,12 @@ class LocalRoute:
 
     def status(self, local: IndexStatus) -> IndexStatus:
         return local
+
+    def retry_in(self) -> float | None:
+        return None  # nothing to try again: this machine's index is always there
+
+    def retry(self) -> None:
+        pass
 
     def close(self) -> None:
         pass

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from ..engine import MemoryEngine
+from ..engine.route import retry_pause
 from ..index.schema import DatabaseError
 from ..params import MCP, ParamError, parse_get, parse_search
 from ..search.citations import citation_problem, parse_citation
@@ -39,11 +40,14 @@ class MemoryTools:
         self._refresh_lock = threading.Lock()
         self._embedding = threading.Lock()
         self._closed = False
+        self._stop = threading.Event()
 
     # -- keeping the index fresh ----------------------------------------------------------------
     def start(self) -> None:
         """First sync in the background: keyword index now, vectors after."""
         threading.Thread(target=self._first_sync, name="memory-ls-mcp-sync", daemon=True).start()
+        if self.engine.settings.store.backend == "postgres":
+            threading.Thread(target=self._keep_team, name="memory-ls-mcp-team", daemon=True).start()
 
     def _first_sync(self) -> None:
         try:
@@ -65,6 +69,24 @@ class MemoryTools:
             log.exception("embedding failed; keyword search still works")
         finally:
             self._embedding.release()
+
+    def _keep_team(self) -> None:
+        """While the team index cools down after a failure: try it again once the cooldown
+        is over and, when it answers, push what this folder changed meanwhile, without
+        waiting for the next search (the language server's timer, ``Folder.keep_team``)."""
+        self.ready.wait()
+        while not self._stop.wait(retry_pause(self.engine.team_retry_in())):
+            if self.engine.team_retry_in() != 0:
+                continue
+            try:
+                self.engine.retry_team()
+            except Exception:  # the next search tries again too
+                log.exception("trying the team index again failed")
+                continue
+            if self.engine.team_retry_in() is None and self.engine.provider is not None:
+                threading.Thread(
+                    target=self._embed, name="memory-ls-mcp-embed", daemon=True
+                ).start()
 
     def refresh(self) -> None:
         """Pick up files changed since the last look (agents write memory mid-session)."""
@@ -118,3 +140,4 @@ class MemoryTools:
 
     def close(self) -> None:
         self._closed = True
+        self._stop.set()

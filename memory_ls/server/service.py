@@ -169,6 +169,7 @@ class MemoryService:
 
     def _start_folder(self, folder: Folder) -> None:
         folder.spawn(self.sync(folder, "startup", False))
+        folder.spawn(folder.keep_team())  # a team index back after an outage gets its writes
         self._start_interval(folder)
 
     def _start_interval(self, folder: Folder) -> None:

@@ -8,7 +8,8 @@ a thread pool for reads:
   while a full rebuild builds its new database beside the old one.
 - the background lane runs syncs and embedding. Embedding yields (between batches) to a
   waiting sync, a settings reload or shutdown; nothing embedded is lost, vectors are committed
-  per batch.
+  per batch. A team index back after an outage is tried and caught up there too
+  (``keep_team``).
 - reads (search, get, status, citation checks) go to the shared pool: the engine gives each
   reader its own connection, so they never wait for a writer.
 
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..engine import MemoryEngine
+from ..engine.route import retry_pause
 from ..index.sync import Progress, SyncReport
 from ..settings import Settings
 from ..workspace import Workspace
@@ -381,6 +383,32 @@ class Folder:
             # A waiting sync re-requests embedding when it is done.
             if self._sync_waiting or not self._embed_again or self.closed:
                 return
+
+    # -- the team index after an outage ----------------------------------------------------
+    async def keep_team(self) -> None:
+        """While the team index cools down after a failure: try it again once the cooldown
+        is over and, when it answers, push what this folder changed meanwhile (writes and
+        removals), without waiting for a search or an edit. The loop only sleeps and asks;
+        the try runs on the background lane."""
+        await self.first_sync.wait()
+        while not self.closed:
+            await asyncio.sleep(retry_pause(self._team_wait()))
+            if self.closed or self._team_wait() != 0:
+                continue
+            try:
+                async with self.use() as engine:
+                    await self._bg(engine.retry_team)
+            except FolderUnavailable:
+                continue  # closed (the loop ends), or reopening with other settings
+            except Exception:
+                log.exception("%s: trying the team index again failed", self.name)
+                continue
+            if self._team_wait() is None:  # back: the chunks pushed meanwhile want vectors
+                self.request_embed()
+
+    def _team_wait(self) -> float | None:
+        engine = self.engine
+        return None if engine is None else engine.team_retry_in()
 
     def cancel_tasks(self) -> None:
         self._tasks.cancel()

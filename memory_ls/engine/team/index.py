@@ -73,7 +73,7 @@ class TeamIndex:
         self.origin = f"{socket.gethostname()}:{workspace.root}"
         # Kept across reconnections: claims made before an outage are still this process's.
         self.claimant = f"{self.origin} {uuid.uuid4().hex[:12]}"
-        self._clock = clock
+        self.clock = clock
         self.lock = threading.RLock()  # the writer connection and ``pushed``
         self.db: PgDatabase | None = None
         self.problem: str | None = None
@@ -103,7 +103,7 @@ class TeamIndex:
             return db
         with self.lock:
             if self.db is None:
-                if self.url == "" or not self.namespace or self._clock() < self.retry_at:
+                if self.url == "" or not self.namespace or self.clock() < self.retry_at:
                     return None
                 pg = self.settings.store.postgres
                 try:
@@ -138,7 +138,7 @@ class TeamIndex:
 
     def _down(self, exc: BaseException) -> None:
         self.problem = describe(exc, self.url)
-        self.retry_at = self._clock() + self.settings.store.postgres.retry_after_s
+        self.retry_at = self.clock() + self.settings.store.postgres.retry_after_s
         log.warning("%s; the local index answers meanwhile", self.problem)
 
     def fallback_reason(self) -> str:
@@ -411,7 +411,7 @@ class TeamIndex:
             "origin": self.origin,
             "answering": "postgres" if db is not None else "sqlite",
             "problem": self.problem,
-            "retryInS": None if db else round(max(0.0, self.retry_at - self._clock()), 1),
+            "retryInS": None if db else round(max(0.0, self.retry_at - self.clock()), 1),
             "lastPush": self.last_push.to_json() if self.last_push else None,
         }
         if db is not None:

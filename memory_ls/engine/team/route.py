@@ -93,6 +93,23 @@ class TeamRoute:
         self.team.unsaved.discard(rel)
         self.team.ready(self.indexer, {rel})
 
+    # -- after an outage ---------------------------------------------------------------------
+    def retry_in(self) -> float | None:
+        """Seconds until the team index is worth trying again (0: now), after it failed or
+        while it is connected without having caught up; None when it answers and is caught
+        up, or has no URL. Reads state only: a timer may ask on the event loop."""
+        team = self.team
+        if not team.url or not team.namespace:
+            return None
+        if team.db is not None:
+            return None if team.pushed is not None else 0.0
+        return max(0.0, team.retry_at - team.clock())
+
+    def retry(self) -> None:
+        """Try the team index again (its cooldown over) and, when it answers, push what this
+        folder changed meanwhile, removals included: the catch-up a search runs first."""
+        self.team.ready(self.indexer, set())
+
     # -- reading ----------------------------------------------------------------------------
     def search(
         self, req: SearchRequest, qs: QuerySettings, changed: set[str], rerank: Rerank | None
