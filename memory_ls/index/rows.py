@@ -70,6 +70,19 @@ class FileRecord:
     tail: dict[str, Any] | None = None  # where a transcript's next sync resumes
     text: FileText | None = None  # the rendered text, kept where the file may be elsewhere
 
+    def columns(self) -> tuple[Any, ...]:
+        """The ``files`` row's values, as both stores keep them: path, source, hash, mtime,
+        size, date, lines, line_map (JSON), tail (JSON)."""
+        line_map = json.dumps(list(self.line_map)) if self.line_map else None
+        return (
+            self.path, self.source, self.hash, self.mtime, self.size, self.date, self.lines,
+            line_map, tail_json(self.tail),
+        )  # fmt: skip
+
+
+def tail_json(tail: dict[str, Any] | None) -> str | None:
+    return json.dumps(tail, separators=(",", ":")) if tail is not None else None
+
 
 def to_blob(vec: np.ndarray) -> bytes:
     return np.asarray(vec, dtype=np.float32).tobytes()

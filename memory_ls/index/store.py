@@ -26,7 +26,16 @@ from .cache import EmbeddingCache
 from .chunk_reads import Scope
 from .keyword_scan import KeywordScan, Row
 from .line_vectors import LineVectors
-from .rows import ChunkRow, ChunkState, FileInfo, FileRecord, FileState, stored_line_map, to_blob
+from .rows import (
+    ChunkRow,
+    ChunkState,
+    FileInfo,
+    FileRecord,
+    FileState,
+    stored_line_map,
+    tail_json,
+    to_blob,
+)
 from .schema import DatabaseError, connect, f16_blob, f32_blob, move_aside
 from .vocab import DocFrequencies
 
@@ -170,17 +179,7 @@ class Store:
             "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
             "size = excluded.size, date = excluded.date, lines = excluded.lines, "
             "line_map = excluded.line_map, tail = excluded.tail",
-            (
-                record.path,
-                record.source,
-                record.hash,
-                record.mtime,
-                record.size,
-                record.date,
-                record.lines,
-                json.dumps(list(record.line_map)) if record.line_map else None,
-                _tail_json(record.tail),
-            ),
+            record.columns(),
         )
 
     def extend_file(self, record: FileRecord) -> None:
@@ -200,7 +199,7 @@ class Store:
                 record.size,
                 record.date,
                 record.lines,
-                _tail_json(record.tail),
+                tail_json(record.tail),
                 more,
                 record.path,
             ),
@@ -421,7 +420,3 @@ class Store:
             "pendingLineVectors": self.lines.count_pending(),
             "cacheEntries": self.cache.count(),
         }
-
-
-def _tail_json(tail: dict[str, Any] | None) -> str | None:
-    return json.dumps(tail, separators=(",", ":")) if tail is not None else None

@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from ..rows import FileInfo, FileRecord, FileState, FileText, stored_line_map
+from ..rows import FileInfo, FileRecord, FileState, FileText, stored_line_map, tail_json
 from .database import Session
 
 
@@ -61,19 +60,7 @@ def upsert(s: Session, record: FileRecord) -> None:
         "hash = excluded.hash, mtime = excluded.mtime, size = excluded.size, "
         "date = excluded.date, lines = excluded.lines, line_map = excluded.line_map, "
         "tail = excluded.tail, origin = excluded.origin, updated_at = now()",
-        (
-            s.ns,
-            record.path,
-            record.source,
-            record.hash,
-            record.mtime,
-            record.size,
-            record.date,
-            record.lines,
-            json.dumps(list(record.line_map)) if record.line_map else None,
-            _tail_json(record.tail),
-            s.db.origin,
-        ),
+        (s.ns, *record.columns(), s.db.origin),
     )
     s.q("DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", (s.ns, record.path))
     if record.text is not None:
@@ -99,7 +86,7 @@ def extend(s: Session, record: FileRecord) -> None:
             record.size,
             record.date,
             record.lines,
-            _tail_json(record.tail),
+            tail_json(record.tail),
             json.dumps(line_map) if line_map else None,
             s.db.origin,
             s.ns,
@@ -117,10 +104,6 @@ def extend(s: Session, record: FileRecord) -> None:
         s.q("DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", (s.ns, path))
         return
     _put_part(s, path, int(last[0]) + 1, record.hash, record.text)
-
-
-def _tail_json(tail: dict[str, Any] | None) -> str | None:
-    return json.dumps(tail, separators=(",", ":")) if tail is not None else None
 
 
 def _put_part(s: Session, path: str, part: int, hash_: str, text: FileText) -> None:
