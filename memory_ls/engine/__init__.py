@@ -1,6 +1,6 @@
-"""The memory engine: one per workspace folder (see ``facade.MemoryEngine``)."""
+"""The memory engine: one per workspace folder (see ``memory_engine.MemoryEngine``)."""
 
-from .facade import MemoryEngine
 from .index_files import default_index_path, index_path_for
+from .memory_engine import MemoryEngine
 
 __all__ = ["MemoryEngine", "default_index_path", "index_path_for"]

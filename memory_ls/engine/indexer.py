@@ -39,10 +39,10 @@ from ..search.vector import VectorIndex
 from ..settings import Settings
 from ..text import rules_stamp
 from ..workspace import PathError, Workspace
+from .calibration_passages import reference_vectors
+from .embed_target import EmbedTarget, index_context
 from .index_files import file_identity, remove_stale_rebuilds
 from .providers import ProviderPolicy, readable
-from .reference import reference_vectors
-from .target import EmbedTarget, index_context
 
 log = logging.getLogger(__name__)
 
@@ -307,7 +307,7 @@ class Indexer:
             self.reference = None
 
     def reference_vectors(self) -> np.ndarray | None:
-        """The calibration passages' vectors for this index's model (see ``reference.py``)."""
+        """The calibration passages' vectors for this index's model (calibration_passages.py)."""
         if self.reference is None:
             self.reference = reference_vectors(self.policy.current, self.own_target())
         return self.reference

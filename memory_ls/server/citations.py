@@ -25,8 +25,8 @@ from ..search.results import Excerpt
 from ..sources import SourceError
 from ..workspace import PathError
 from . import convert
+from .folder import FolderUnavailable
 from .folders import Folders
-from .workers import FolderUnavailable
 
 # The most diagnostics a document gets: pygls turns each into JSON on the event loop (100,000
 # bad citations held it for a second, every keystroke waiting), and VS Code shows 1,000 a

@@ -15,10 +15,10 @@ from pygls.uris import to_fs_path
 from ..chunking import lsp_lines
 from . import convert
 from .citations import Citations
+from .folder import Folder, FolderUnavailable
 from .folders import Folders
 from .text_document import learn_lines
 from .watch import SETTINGS_FILE
-from .workers import Folder, FolderUnavailable
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer

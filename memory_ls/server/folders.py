@@ -21,7 +21,7 @@ from pygls.uris import to_fs_path
 from ..params import ParamError
 from ..settings import Settings
 from ..settings import load as load_settings
-from .workers import Folder
+from .folder import Folder
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from .workers import Folder, FolderUnavailable
+from .folder import Folder, FolderUnavailable
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer

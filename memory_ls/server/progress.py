@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 
 from ..index.sync import SyncReport
-from .workers import Folder, FolderUnavailable
+from .folder import Folder, FolderUnavailable
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer

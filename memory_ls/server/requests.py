@@ -25,9 +25,9 @@ from ..sessions.writer import save_session
 from ..sources import SourceError
 from ..workspace import PathError
 from . import convert
+from .folder import Folder, FolderUnavailable
 from .folders import Folders
 from .progress import SyncOutcome
-from .workers import Folder, FolderUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -31,13 +31,13 @@ from ..engine import index_path_for
 from ..settings import UNREADABLE, Settings, to_dict
 from .citations import Citations
 from .documents import Documents, buffer_text
+from .folder import Folder, FolderHooks, FolderUnavailable
 from .folders import Configuration, Folders
 from .lanes import TaskSet
 from .messages import Messages
 from .progress import SyncOutcome, sync_with_progress
 from .requests import Requests
 from .watch import Watching
-from .workers import Folder, FolderHooks, FolderUnavailable
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer

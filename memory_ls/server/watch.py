@@ -29,8 +29,8 @@ from ..workspace import MEMORY_DIR
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
 
+    from .folder import Folder
     from .folders import Folders
-    from .workers import Folder
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from model_util import ensure_test_model
 from memory_ls.cli import main as cli_main
 from memory_ls.embeddings.local import LocalProvider, open_local
 from memory_ls.engine import MemoryEngine
-from memory_ls.engine.facade import provider_status
+from memory_ls.engine.memory_engine import provider_status
 from memory_ls.models import bf16_copy
 from memory_ls.settings import Settings
 

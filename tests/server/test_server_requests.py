@@ -13,10 +13,10 @@ from server_util import open_folder
 
 from memory_ls.params import FolderParams, GetParams, ParamError
 from memory_ls.search.request import SearchRequest
+from memory_ls.server.folder import Folder
 from memory_ls.server.folders import Folders
 from memory_ls.server.progress import SyncOutcome
 from memory_ls.server.requests import Requests, merge_limit
-from memory_ls.server.workers import Folder
 from memory_ls.settings import load as load_settings
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from pathlib import Path
 
-from memory_ls.server.workers import Folder, FolderHooks
+from memory_ls.server.folder import Folder, FolderHooks
 from memory_ls.settings import Settings
 
 

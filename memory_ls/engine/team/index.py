@@ -44,10 +44,10 @@ from ...settings import Settings
 from ...sources import SourceError, render
 from ...sources.markdown import content_hash, read_bytes
 from ...workspace import PathError, Workspace
+from ..calibration_passages import reference_vectors
+from ..embed_target import EmbedTarget, index_context
 from ..indexer import Indexer
 from ..providers import ProviderPolicy
-from ..reference import reference_vectors
-from ..target import EmbedTarget, index_context
 from . import removals
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from ..chunking import text_hash
 from ..embeddings.base import EmbeddingError, EmbeddingProvider, normalize
 from ..index.rows import from_blob, to_blob
 from ..search.calibrate import REFERENCE_PASSAGES
-from .target import EmbedTarget
+from .embed_target import EmbedTarget
 
 log = logging.getLogger(__name__)
 
