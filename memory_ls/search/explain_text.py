@@ -18,7 +18,9 @@ def explained_search(trace: dict[str, Any]) -> str:
             f"  keyword: {kw['expression']}; best BM25 {kw['bestBm25']}, coverage {kw['coverage']}"
         )
     if vec := trace["vector"]:
-        lines.append(f"  vector: calibration {vec['calibration']}, lift x{vec['lift']}")
+        lift = vec["lift"]
+        scored = f"score = fused x {lift} x decay" if lift != 1.0 else "score = fused x decay"
+        lines.append(f"  vector: calibration {vec['calibration']}; {scored}")
     lines.append(
         f"  counts: {c['retrieved']} retrieved, {c['passedFilters']} past the filters, "
         f"{c['belowMinScore']} under minScore, {c['picked']} picked\n"
