@@ -16,7 +16,7 @@ from ..index.backend import SearchSource
 from ..index.chunk_reads import Scope
 from ..index.rows import ChunkRow
 from ..settings import QuerySettings
-from .calibrate import Background, Policy
+from .calibrate import Background, Moments, Policy
 from .fusion import Candidate
 from .request import SearchRequest, Term
 from .results import SearchHit
@@ -88,7 +88,7 @@ class Context:
     plan: Plan
     cands: dict[int, Candidate] = field(default_factory=dict)  # retrieve: by chunk id
     bm25: dict[int, float] = field(default_factory=dict)  # retrieve: FTS5 rank by chunk id
-    corpus: Any = None  # retrieve: the vector side's view of the corpus (calibration)
+    corpus: Moments | None = None  # retrieve: the corpus's cosines (the background)
     kept: list[tuple[Candidate, ChunkRow]] = field(default_factory=list)  # past the filters
     background: Background | None = None  # score: what the query's cosines stand out from
     policy: Policy = "off"
