@@ -18,6 +18,7 @@ from ..index.rows import ChunkRow
 from ..settings import QuerySettings
 from .calibrate import Background, Moments, Policy
 from .fusion import Candidate
+from .highlight import Highlight
 from .request import SearchRequest, Term
 from .results import SearchHit
 from .vector import VectorSource
@@ -102,6 +103,7 @@ class Context:
     below: int = 0  # candidates under minScore's tail
     best_below: float = 0.0
     fused: dict[int, float] = field(default_factory=dict)  # reranked: chunk id -> fused score
+    marks: dict[int, Highlight] = field(default_factory=dict)  # chunk id -> best line, terms
 
     @property
     def explain(self) -> bool:

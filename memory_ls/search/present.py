@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from ..index.rows import ChunkRow
 from .citations import format_citation
 from .context import Context, Outcome
 from .fusion import Candidate
-from .highlight import highlight_rows
+from .highlight import Highlight, highlight_rows
 from .results import SearchHit
 
 STAGES = ("plan", "retrieve", "score", "select", "present")
@@ -19,9 +20,7 @@ STAGES = ("plan", "retrieve", "score", "select", "present")
 def present(ctx: Context) -> Outcome:
     inp, mode = ctx.inputs, ctx.plan.mode
     picked = ctx.picked
-    near = [per_line(ctx.closest.get(c.chunk_id)) for c, _ in picked]
-    words = inp.req.parsed.words
-    marks = highlight_rows(words, [r for _, r in picked], inp.store, near)
+    marks = marks_for(ctx, picked)
     hits = [
         SearchHit(
             path=r.path,
@@ -43,6 +42,17 @@ def present(ctx: Context) -> Outcome:
     best_below = ctx.best_below if ctx.below else None
     explain = search_trace(ctx) if ctx.explain else None
     return Outcome(hits, mode, ctx.below, best_below, explain)
+
+
+def marks_for(ctx: Context, pairs: list[tuple[Candidate, ChunkRow]]) -> list[Highlight]:
+    """Each candidate's best line and the query's terms it holds (found once a search)."""
+    todo = [(c, r) for c, r in pairs if c.chunk_id not in ctx.marks]
+    if todo:
+        near = [per_line(ctx.closest.get(c.chunk_id)) for c, _ in todo]
+        words, store = ctx.inputs.req.parsed.words, ctx.inputs.store
+        found = highlight_rows(words, [r for _, r in todo], store, near)
+        ctx.marks.update((c.chunk_id, m) for (c, _), m in zip(todo, found, strict=True))
+    return [ctx.marks[c.chunk_id] for c, _ in pairs]
 
 
 def nothing_found(ctx: Context) -> Outcome:

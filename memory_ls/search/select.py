@@ -4,9 +4,11 @@ fused candidates and its relevance becomes their score, gated the same way."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .context import Context, Rerank
 from .fusion import balance_sources, decay, mmr
-from .present import snippet
+from .present import marks_for, snippet
 
 # minScore gates the best result; once a search answers, results down to TAIL x minScore come
 # along (on LoCoMo, a plain per-result cut hid a relevant hit from a tenth of the answers).
@@ -85,6 +87,7 @@ def _pick(ctx: Context, k: int) -> None:
     if qs.mmr.enabled and len(scored) > 1:
         pool_items = [(c.score, r.text) for c, r in scored[: max(k * 4, 20)]]
         order = mmr(pool_items, len(pool_items), qs.mmr.lambda_)
+    order = _one_per_answer(ctx, order, k)
     if qs.source_balance:
         order = balance_sources(order, lambda i: scored[i][1].source, k)
     ctx.picked = [scored[i] for i in order[:k]]
@@ -92,3 +95,37 @@ def _pick(ctx: Context, k: int) -> None:
         ctx.picked.sort(key=lambda cr: (-cr[0].score, cr[1].path, cr[1].start_line))
     for i in order[:k]:
         scored[i][0].note(scoreRank=i + 1)
+
+
+# Two hits of one file whose best lines are the same line are one answer: they become one hit
+# citing both ranges when those span at most this many lines together, else the better one.
+MERGED_LINES = 30
+
+
+def _one_per_answer(ctx: Context, order: list[int], k: int) -> list[int]:
+    """``order`` with one hit per answer: a later hit of a file whose best line is an earlier
+    hit's (a line in the overlap of two chunks) joins it, and its slot goes to another answer.
+    Best lines are found for as many candidates as it takes to fill ``k``."""
+    kept: list[int] = []
+    first: dict[tuple[str, int], int] = {}  # (path, best line) -> the hit that has it
+    at = 0
+    while at < len(order) and len(kept) < k:
+        window = order[at : at + 2 * (k - len(kept))]
+        at += len(window)
+        for i, m in zip(window, marks_for(ctx, [ctx.scored[j] for j in window]), strict=True):
+            key = (ctx.scored[i][1].path, m.best_line)
+            if key in first:
+                _join(ctx, first[key], i)
+                continue
+            first[key] = i
+            kept.append(i)
+    return kept + order[at:]
+
+
+def _join(ctx: Context, into: int, other: int) -> None:
+    """Hit ``into`` cites ``other``'s lines too, when both together stay short."""
+    c, row = ctx.scored[into]
+    o = ctx.scored[other][1]
+    start, end = min(row.start_line, o.start_line), max(row.end_line, o.end_line)
+    if end - start + 1 <= MERGED_LINES:
+        ctx.scored[into] = (c, replace(row, start_line=start, end_line=end))

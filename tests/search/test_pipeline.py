@@ -148,3 +148,28 @@ def test_a_hybrid_trace_shows_each_side_and_the_fusion(tmp_path: Path):
         want = fuse_weighted(c, hy.vector_weight, hy.text_weight)
         assert e_["fused"] == pytest.approx(want, abs=1e-5)
         assert e_["score"] == pytest.approx(hit.score, abs=1e-6)
+
+
+def test_a_line_in_two_chunks_is_one_answer(tmp_path: Path):
+    """A line in the overlap of two chunks is one answer, not two hits of one file with the
+    same best line: they become one hit citing both ranges, and the slot goes to another
+    answer (issue 38, part 4)."""
+    lines = [f"Filler line {i} about nothing in particular at all." for i in range(1, 25)]
+    lines[11] = "The walrus quota was raised to forty per enclosure."  # line 12
+    write(tmp_path / "ws", "memory/notes.md", "\n".join(lines) + "\n")
+    write(tmp_path / "ws", "memory/other.md", "# Other\n\nA walrus exhibit opens in May.\n")
+    s = Settings(provider="none")
+    s.chunking.tokens, s.chunking.overlap = 60, 30
+    with MemoryEngine(tmp_path / "ws", s, index_path=tmp_path / "i.sqlite") as e:
+        e.sync("test")
+        with e.indexer.reader() as store:
+            rows = store.chunk_rows("memory/notes.md")
+            holding = [r for r in rows if r.start_line <= 12 <= r.end_line]
+        assert len(holding) == 2  # the walrus line is in two chunks' overlap
+        hits = e.search("walrus quota enclosure", min_score=0, max_results=3).results
+    notes = [h for h in hits if h.path == "memory/notes.md"]
+    assert len(notes) == 1 and notes[0].best_line == 12
+    start = min(r.start_line for r in holding)
+    end = max(r.end_line for r in holding)
+    assert (notes[0].start_line, notes[0].end_line) == (start, end)  # both ranges, one hit
+    assert "memory/other.md" in [h.path for h in hits]  # the slot went to another answer
