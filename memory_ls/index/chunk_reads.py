@@ -3,7 +3,7 @@
 Filters on path, date and source were applied to the candidates only, so a match ranked past
 them was never seen (a folder's notes in a memory of a few hundred: ``file:memory/b/`` found
 nothing). When few chunks pass such a filter, the search scores those chunks alone
-(``search/hybrid.py``); ``Scope`` is what the index can tell about them without scoring.
+(``search/retrieve.py``); ``Scope`` is what the index can tell about them without scoring.
 """
 
 from __future__ import annotations

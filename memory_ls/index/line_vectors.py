@@ -1,5 +1,5 @@
 """Line vectors: each line of a chunk embedded on its own, for re-scoring a chunk by its best
-line (``search/hybrid.py``).
+line (``search/score.py``).
 
 A chunk's vector averages a dozen lines, so a question answered by one of them (one turn of a
 conversation, one sentence of an abstract) matches the whole chunk only weakly. They are

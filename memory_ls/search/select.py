@@ -4,6 +4,7 @@ fused candidates and its relevance becomes their score, gated the same way."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from .context import Context, Rerank
@@ -105,19 +106,26 @@ MERGED_LINES = 30
 def _one_per_answer(ctx: Context, order: list[int], k: int) -> list[int]:
     """``order`` with one hit per answer: a later hit of a file whose best line is an earlier
     hit's (a line in the overlap of two chunks) joins it, and its slot goes to another answer.
-    Best lines are found for as many candidates as it takes to fill ``k``."""
+    Best lines are found only for hits sharing a file with another, and only for as many
+    candidates as it takes to fill ``k``."""
     kept: list[int] = []
-    first: dict[tuple[str, int], int] = {}  # (path, best line) -> the hit that has it
+    answers: dict[tuple[str, int], int] = {}  # (path, best line) -> the kept hit that has it
     at = 0
     while at < len(order) and len(kept) < k:
         window = order[at : at + 2 * (k - len(kept))]
         at += len(window)
-        for i, m in zip(window, marks_for(ctx, [ctx.scored[j] for j in window]), strict=True):
-            key = (ctx.scored[i][1].path, m.best_line)
-            if key in first:
-                _join(ctx, first[key], i)
+        files = Counter(ctx.scored[i][1].path for i in kept + window)
+        shared = [i for i in kept + window if files[ctx.scored[i][1].path] > 1]
+        marks = marks_for(ctx, [ctx.scored[i] for i in shared])
+        best = {i: m.best_line for i, m in zip(shared, marks, strict=True)}
+        answers.update(((ctx.scored[j][1].path, best[j]), j) for j in kept if j in best)
+        for i in window:
+            key = (ctx.scored[i][1].path, best.get(i, -1))
+            if i in best and key in answers:
+                _join(ctx, answers[key], i)
                 continue
-            first[key] = i
+            if i in best:
+                answers[key] = i
             kept.append(i)
     return kept + order[at:]
 

@@ -101,6 +101,7 @@ class Folder:
         self._embed_task: asyncio.Task[None] | None = None
         self._embed_again = False
         self._tasks = TaskSet(self.name, quiet=(FolderUnavailable,))
+        self._team_timer: asyncio.Future[Any] | None = None  # keep_team, for a team folder
         self._open_lock = asyncio.Lock()
 
     # -- engine lifetime --------------------------------------------------------------------
@@ -385,13 +386,21 @@ class Folder:
                 return
 
     # -- the team index after an outage ----------------------------------------------------
+    def watch_team(self) -> None:
+        """Start ``keep_team`` when the folder keeps a team index (once; again when a settings
+        reload makes it one). A folder of its own has nothing to retry: no timer."""
+        if self.settings.store.backend != "postgres":
+            return
+        if self._team_timer is None or self._team_timer.done():
+            self._team_timer = self.spawn(self.keep_team())
+
     async def keep_team(self) -> None:
         """While the team index cools down after a failure: try it again once the cooldown
         is over and, when it answers, push what this folder changed meanwhile (writes and
         removals), without waiting for a search or an edit. The loop only sleeps and asks;
         the try runs on the background lane."""
         await self.first_sync.wait()
-        while not self.closed:
+        while not self.closed and self.settings.store.backend == "postgres":
             await asyncio.sleep(retry_pause(self._team_wait()))
             if self.closed or self._team_wait() != 0:
                 continue

@@ -169,7 +169,7 @@ class MemoryService:
 
     def _start_folder(self, folder: Folder) -> None:
         folder.spawn(self.sync(folder, "startup", False))
-        folder.spawn(folder.keep_team())  # a team index back after an outage gets its writes
+        folder.watch_team()  # a team index back after an outage gets its writes
         self._start_interval(folder)
 
     def _start_interval(self, folder: Folder) -> None:
@@ -224,6 +224,7 @@ class MemoryService:
         self.documents.reapply(folder)
         await self.watching.setup()  # also when sync.watch was off: it may be on now
         self._start_interval(folder)
+        folder.watch_team()
         folder.spawn(self.sync(folder, "settings", False))
 
     async def folders_changed(
