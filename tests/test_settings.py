@@ -1,7 +1,7 @@
 """Settings: declared once, validated by name, documented from the declarations.
 
 Bad input is reported by its camelCase key and ignored (the earlier value stays), never fatal;
-the README's table and the VS Code extension's settings are generated from the same
+the manual's settings tables and the VS Code extension's settings are generated from the same
 declarations, the CLI's help and the MCP tools' schemas read them, and these tests fail when
 any of them drifts.
 """
@@ -20,7 +20,7 @@ from conftest import write
 from repo_root import REPO
 
 from memory_ls.settings import Settings, apply, leaves, load, to_dict
-from memory_ls.settings.docs import README, main, markdown_table, with_table
+from memory_ls.settings.docs import markdown_tables
 
 
 def value_at(s: Settings, key: str) -> Any:
@@ -241,31 +241,9 @@ def test_non_finite_numbers_from_toml_are_not_fatal(tmp_path: Path):
 # -- generated documentation ------------------------------------------------------------------
 
 
-def test_readme_settings_table_matches_the_declarations():
-    text = README.read_text(encoding="utf-8")
-    assert text == with_table(text), (
-        "README.md's settings table is out of date: run `python -m memory_ls.settings --readme`"
-    )
-    for leaf in leaves(Settings):
-        assert f"| `{leaf.key}` |" in text
-
-
-def test_readme_generation_rewrites_only_the_table(tmp_path: Path):
-    readme = tmp_path / "README.md"
-    readme.write_text(
-        README.read_text(encoding="utf-8").replace("| `query.maxResults` | `6` |", "| x | y |")
-    )
-    assert main(["--readme", str(readme), "--check"]) == 1
-    assert main(["--readme", str(readme)]) == 0
-    assert readme.read_text() == README.read_text(encoding="utf-8")
-    assert main(["--readme", str(readme), "--check"]) == 0
-    (tmp_path / "bare.md").write_text("# no markers\n")
-    with pytest.raises(ValueError, match="markers"):
-        main(["--readme", str(tmp_path / "bare.md")])
-
-
 def test_the_table_states_bounds_and_choices():
-    rows = {line.split(" | ")[0][3:-1]: line for line in markdown_table().splitlines()[2:]}
+    lines = markdown_tables().splitlines()
+    rows = {line.split(" | ")[0][3:-1]: line for line in lines if line.startswith("| `")}
     assert "integer, at least 1" in rows["query.maxResults"]
     assert "number, between 0 and 1" in rows["query.minScore"]
     assert "`weighted`, `rrf`" in rows["query.hybrid.fusion"]

@@ -7,8 +7,8 @@ Keys are camelCase in every layer (``query.maxResults``) and snake_case on the d
 An unknown key or a bad value is reported by name and ignored: never fatal.
 
 ``schema`` declares every setting (type, default, bounds, choices, description) with
-``spec.setting()``; ``loading`` validates and layers them; ``docs`` writes the README's table
-(``python -m memory_ls.settings --readme``).
+``spec.setting()``; ``loading`` validates and layers them; ``docs`` writes the manual's tables
+(``python -m memory_ls.docgen``).
 """
 
 from .loading import UNREADABLE, apply, cache_dir, load, read_toml, to_dict, user_config_path

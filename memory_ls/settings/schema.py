@@ -1,6 +1,6 @@
 """Every setting, declared once: its type, default, bounds, choices and description.
 
-Validation (``loading.py``), the README's settings table (``docs.py``) and the VS Code
+Validation (``loading.py``), the manual's settings tables (``docs.py``) and the VS Code
 extension's ``contributes.configuration`` (``editors/vscode/scripts/gen_settings.py``) all read
 these declarations (the search ones are in ``query.py``), so a setting cannot say one thing in
 one place and another elsewhere.

@@ -6,8 +6,8 @@ bounds, choices, description). This script walks those declarations and writes
 ``contributes.configuration`` in ``package.json``: one ``memory.<camelCaseKey>`` entry per leaf
 setting, with its JSON type, default, enum, minimum/maximum and description (a setting named in
 backquotes becomes a settings link). Client-only settings (``memory.server.*``,
-``memory.trace.server``) are declared below. The README's table comes from the same
-declarations: ``python -m memory_ls.settings --readme``.
+``memory.trace.server``) are declared below. The manual's settings page comes from
+the same declarations: ``python -m memory_ls.docgen``.
 
     python3 scripts/gen_settings.py           rewrite package.json
     python3 scripts/gen_settings.py --check   exit 1 (and say what differs) when out of date
