@@ -3,7 +3,7 @@
 One context cannot run two inputs at once, so with a single context a search waited for the
 indexing batch in progress: measured on 2 cores during a backfill, a query took 51 ms p50 / 89
 ms p95 with all-MiniLM-L6-v2 and 124 / 199 ms (max 1 s) with multilingual-e5-small, against 9
-/ 14 and 14 / 19 ms on a context of its own (bench in the README, "Local embedding model").
+/ 14 and 14 / 19 ms on a context of its own (docs/evaluation/models.md).
 Both contexts share the model's weights and vocabulary; the second one costs its compute
 buffers, and llama.cpp's output buffer grows with the longest input it has seen (vocabulary
 size x tokens: 1 MB per token with e5's 250,002 pieces). Hence the cap on its input: a longer

@@ -105,7 +105,7 @@ def match_expression(terms: list[tuple[str, bool]]) -> str | None:
 # a floor costs is the chunks that hold only such words. Scaled to SciFact (a budget of 200
 # postings over its 7,477 chunks, the default's share at a million chunks) keyword nDCG@10 is
 # 0.689 with 1%, 0.694 with 2%, 0.700 with no budget; at 1.1M synthetic chunks keyword p95 is
-# 17-20 ms with 1% in most rounds (README, Performance).
+# 17-20 ms with 1% in most rounds (docs/evaluation/scale.md).
 DROP_FLOOR = 0.01
 
 

@@ -82,7 +82,7 @@ class LineSettings:
         "background, after the chunk vectors; a line over 600 characters as its sentences), "
         "and a search re-scores its 30 best candidates by their best-matching line, so a "
         "question answered by one line of a long chunk finds it (LoCoMo R@5 +0.011, line "
-        "Hit@5 +0.019; see README, Evaluation). It adds about 0.8 times the chunks' embedding "
+        "Hit@5 +0.019; see the manual, Evaluation). It adds about 0.8 times the chunks' embedding "
         "time (and a remote provider's tokens) and about 4 KB a chunk to the index. Past this "
         "size, and whenever `remote.batchApi` is on with a provider that has a batch API (they "
         "would go through the full-price endpoint), the line vectors are dropped; `0` turns "
@@ -122,7 +122,7 @@ class QuerySettings:
         "`minScore`; for other models (all-MiniLM-L6-v2: 0.07) the raw fusion keeps its order "
         "and the best hit's calibrated score lifts the whole list when it is higher, so a note "
         "that stands out by meaning alone answers (`on` would cost SciFact 0.028 nDCG@10 with "
-        "all-MiniLM-L6-v2; see README, Evaluation). `off`: raw cosine.",
+        "all-MiniLM-L6-v2; see the manual, Evaluation). `off`: raw cosine.",
         choices=("auto", "on", "off"),
     )
     snippet_max_chars: int = setting(
@@ -152,7 +152,7 @@ class QuerySettings:
         "stays fast on a million chunks (scoring 30,000 chunks takes about 20 ms). The chunks "
         "found by the other words still count it in their score; only a chunk holding none of "
         "them is missed: scaled to SciFact's size that cost 0.011 keyword and 0.007 hybrid nDCG@10 "
-        "(README, Performance). No query of the evaluation sets (up to 7,477 chunks) reaches "
+        "(the manual, Evaluation: Scale). No query of the evaluation sets (up to 7,477 chunks) reaches "
         "it; `0` turns it off.",
         minimum=0,
     )

@@ -1,6 +1,6 @@
 """How a setting is declared: ``setting()`` puts a ``Spec`` in its dataclass field's metadata.
 
-The declarations themselves are in ``schema.py``; validation (``loading.py``), the README's
+The declarations themselves are in ``schema.py``; validation (``loading.py``), the manual's
 table (``docs.py``) and the VS Code extension's ``contributes.configuration``
 (``editors/vscode/scripts/gen_settings.py``) read them through ``leaves``.
 """

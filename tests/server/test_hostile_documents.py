@@ -1,5 +1,5 @@
 """Editor features on hostile documents, end to end over stdio (keyword-only): a keystroke never
-waits behind them (README, "Language server": nothing slow runs on the event loop)."""
+waits behind them (docs/concepts/language-server.md: nothing slow runs on the event loop)."""
 
 from __future__ import annotations
 

@@ -165,7 +165,7 @@ V1_TABLES = (
 
 
 def test_roles_per_namespace_keep_working_after_the_upgrade(pg_url, tmp_path: Path):
-    """README "Team memory": one role per namespace with row-level security, set up on the
+    """docs/guides/team.md: one role per namespace with row-level security, set up on the
     schema before line vectors. The owner's upgrade gives the new table the grants and
     policies of its sibling: each role keeps syncing and searching, with line vectors, and
     never sees the other's rows."""
@@ -179,7 +179,7 @@ def test_roles_per_namespace_keep_working_after_the_upgrade(pg_url, tmp_path: Pa
         with scratch_database(pg_url) as db_url:
             with psycopg.connect(db_url, autocommit=True) as conn, conn.transaction():
                 schema_1(conn, "halfvec")
-                for r in roles:  # the README's block as it was for schema 1
+                for r in roles:  # the guide's block as it was for schema 1
                     role = f'"{r}"'
                     conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {V1_TABLES} TO {role}")
                     conn.execute(f"GRANT SELECT ON memory_ls_migrations TO {role}")

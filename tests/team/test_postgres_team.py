@@ -138,7 +138,7 @@ def test_a_cli_search_answers_while_the_team_index_is_slow(tmp_path: Path):
     """`memory-ls search` pushes this folder's changes before it searches. With a table of
     the team index locked (an administrator's ALTER TABLE or VACUUM FULL, a stuck migration),
     that push waited under the writer's 10-minute budget, so the search hung for minutes
-    instead of answering from the local index within the budget as the README says."""
+    instead of answering from the local index within the budget as docs/guides/team.md says."""
     url, ns = shared_url(), unique("slow")
     root = write_notes(tmp_path / "ws", {"memory/x.md": "# X\n\nA zebra crossing.\n"})
     (root / ".memory-ls.toml").write_text(

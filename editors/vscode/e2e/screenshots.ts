@@ -1,4 +1,4 @@
-// Regenerates the README's pictures (docs/images/*.png) from the real programs: the VS Code
+// Regenerates the manual's pictures (docs/images/*.png) from the real programs: the VS Code
 // workbench of the e2e suite, and Neovim in tmux with the plugin from examples/nvim/init.lua.
 // Run with `npm run screenshots` in editors/vscode.
 

@@ -51,7 +51,7 @@ local function report_mode(st)
         if tostring(reason):match("^provider is 'none'") then
           health.ok(msg) -- chosen in the settings
         else
-          health.warn(msg, { "run `memory-ls model pull` for hybrid search, or set an API key (see the README)" })
+          health.warn(msg, { "run `memory-ls model pull` for hybrid search, or set an API key (see docs/guides/models.md)" })
         end
       end
       if f.fallbackReason and f.fallbackReason ~= vim.NIL then
