@@ -39,10 +39,10 @@ def _heading_symbols(text: str, codec: Any) -> list[types.DocumentSymbol]:
 
 
 def _markdown(language_id: str | None, uri: str) -> bool:
-    """A Markdown document: by the client's language id, else by its name."""
-    if language_id:
-        return language_id == "markdown"
-    return uri.lower().endswith((".md", ".markdown"))
+    """A Markdown document: by its name, or by the client's language id. The name wins because
+    clients name the language after their own mode: Emacs's eglot sends "text" or "gfm" for a
+    note opened in text-mode or gfm-mode."""
+    return uri.lower().endswith((".md", ".markdown")) or language_id == "markdown"
 
 
 class Documents:

@@ -468,6 +468,22 @@ async def test_document_symbols(start: Start, tmp_path: Path) -> None:
     assert kids[0].children[0].selection_range.end.character == len("### Deep ✨ one")
 
 
+async def test_a_note_is_markdown_whatever_language_the_client_names(
+    start: Start, tmp_path: Path
+) -> None:
+    """eglot names the language after the Emacs mode ("text", "gfm"): a .md file still gets
+    its outline."""
+    ws = make_workspace(tmp_path / "ws")
+    client = await start(ws)
+    for language, name in (("text", "a.md"), ("gfm", "b.md")):
+        u = open_doc(client, write(ws, f"memory/{name}", "# Title\n\n## Part\n"), language=language)
+        syms = await client.text_document_document_symbol_async(
+            types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=u))
+        )
+        assert [s.name for s in syms] == ["Title"], language
+        assert [k.name for k in syms[0].children] == ["Part"]
+
+
 async def test_citations_in_a_code_file(start: Start, tmp_path: Path) -> None:
     """Citations work in any document (DESIGN.md), a code comment too; its "# ..." comment
     lines are no headings of an outline."""
