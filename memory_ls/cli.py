@@ -1,5 +1,5 @@
 """memory-ls command line: serve | index | search | get | status | session | sessions | mcp |
-model."""
+model | doctor | cache."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import json
 import logging
 import os
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
+from .doctor_commands import cmd_cache, cmd_doctor
 from .model_commands import cmd_model
+from .progress_bar import ProgressBar
 from .search.request import MODES
 from .settings.docs import declared, option_help
 
@@ -22,25 +23,6 @@ if TYPE_CHECKING:
     from .search.results import SearchResponse
 
 log = logging.getLogger("memory_ls")
-
-
-class ProgressBar:
-    """A one-line progress bar on a terminal; silent when stderr is not a TTY."""
-
-    def __init__(self) -> None:
-        self.enabled = sys.stderr.isatty()
-        self.last = 0.0
-
-    def __call__(self, done: int, total: int, what: str) -> None:
-        if not self.enabled or (time.monotonic() - self.last < 0.1 and done < total):
-            return
-        self.last = time.monotonic()
-        width = 30
-        filled = int(width * done / total) if total else width
-        sys.stderr.write(f"\r{what:<10} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
 
 
 def _workspace(given: str | None) -> Path:
@@ -172,53 +154,14 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from .status_text import print_status
+
     with _engine(args) as engine:
         st = engine.status()
         if args.json:
             print(json.dumps(st, ensure_ascii=False, indent=2))
             return 0
-        prov = st["provider"]
-        print(f"workspace   {st['root']}")
-        print(f"index       {st['indexPath']}")
-        team = st["store"]
-        if team["backend"] == "postgres":
-            print(f"team index  {team['url']}  namespace {team['namespace']}")
-            answering = team["answering"]
-            if team["problem"]:
-                answering += f": {team['problem']}"
-            print(f"answering   {answering}")
-            if "server" in team:
-                srv = team["server"]
-                size = sum(srv["searchIndexesMB"].values())
-                indexes = f"{size:.0f} MB" if srv["searchIndexesMB"] else "none found"
-                print(
-                    f"server      shared_buffers {srv['sharedBuffersMB']:.0f} MB, indexes {indexes}"
-                )
-                if srv["hint"]:
-                    print(f"hint        {srv['hint']}")
-        print(f"files       {st['files']}  chunks {st['chunks']}  {st['chunksBySource']}")
-        print(f"mode        {st['mode']}" + (f"  ({st['providerReason']})" if not prov else ""))
-        if prov:
-            weights = f", {prov['weights']}" if "weights" in prov else ""
-            print(f"provider    {prov['id']} {prov['model']} ({prov['dims']} dims{weights})")
-        print(
-            f"pending     {st['pendingEmbeddings']} chunks without vectors, "
-            f"{st['pendingLineVectors']} without line vectors"
-        )
-        print(f"vectors     {st['vectorBackend']}  sqlite-vec: {st['sqliteVec']}")
-        print(f"cache       {st['cacheEntries']} embeddings")
-        rr, rs = st["reranker"], st["rerankerStats"]
-        if rr:
-            print(
-                f"rerank      {rr['id']} {rr['model']} (top {rr['topN']}): {rs['reranked']} "
-                f"reranked, {rs['fallbacks']} in fused order, {rs['requests']} requests"
-            )
-        elif st["rerankerReason"]:
-            print(f"rerank      off ({st['rerankerReason']})")
-        for problem in st["rootProblems"]:
-            print(f"problem     {problem}")
-        if st["needsRebuild"]:
-            print("note        settings changed: the next `memory-ls index` rebuilds the index")
+        print_status(st)
         return 0
 
 
@@ -424,6 +367,25 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--workspace", "-w", default=".", help="workspace folder (default: .)")
     m.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_model)
+
+    s = sub.add_parser(
+        "doctor",
+        parents=[common],
+        help="check Python, SQLite, llama.cpp, models, the index, the team database, providers, "
+        "editors, agents and the cache; say how to fix each problem (exit 1 when one failed)",
+    )
+    online = "also send one tiny embedding request to the remote provider in use"
+    s.add_argument("--online", action="store_true", help=online)
+    s.set_defaults(func=cmd_doctor)
+
+    s = sub.add_parser("cache", help="the cache folder ($XDG_CACHE_HOME/memory-ls)")
+    prune = s.add_subparsers(dest="cache_cmd", required=True).add_parser(
+        "prune",
+        help="remove the indexes of workspace folders that no longer exist (never another file)",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="list what would go; remove nothing")
+    prune.add_argument("--json", action="store_true", help="print JSON")
+    s.set_defaults(func=cmd_cache)
     return p
 
 

@@ -6,8 +6,13 @@ import hashlib
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..index.schema import DatabaseError
 from ..settings import Settings, cache_dir
+
+if TYPE_CHECKING:
+    from ..index.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -15,6 +20,22 @@ log = logging.getLogger(__name__)
 def default_index_path(root: Path) -> Path:
     digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
     return cache_dir() / "index" / f"{root.resolve().name or 'root'}-{digest}.sqlite"
+
+
+# The meta row naming the workspace folder an index belongs to: a file's name holds only a hash
+# of the folder's path, and `memory-ls cache prune` tells by this row an index whose folder is gone.
+FOLDER_KEY = "folder"
+
+
+def remember_folder(store: Store, root: Path) -> None:
+    """Record ``root`` in its index (the caller holds the writer lock). Looked up first: a write
+    takes the lock another process's sync may hold; a read-only or busy index goes without it
+    (the next open tries again), as a missing row only makes prune leave the file alone."""
+    try:
+        if store.get_meta().get(FOLDER_KEY) != str(root):
+            store.set_meta({FOLDER_KEY: str(root)})
+    except DatabaseError as exc:
+        log.debug("the index's folder was not recorded: %s", exc)
 
 
 def index_path_for(settings: Settings, root: Path) -> Path:

@@ -26,7 +26,7 @@ from ..settings import Settings
 from ..settings import load as load_settings
 from ..workspace import PathError, Workspace
 from .excerpts import FileLines, excerpt, read_text
-from .index_files import index_path_for
+from .index_files import index_path_for, remember_folder
 from .indexer import Indexer
 from .providers import AUTO, ProviderPolicy
 from .reranking import RerankPolicy
@@ -88,6 +88,7 @@ class MemoryEngine:
         except BaseException:
             self.policy.close()
             raise
+        self._remember_folder()
         self.rerank = RerankPolicy(self.settings, reranker)  # never raises
         self.route = self._route()  # chosen once: the engine never asks again
         self.searcher = Searcher(self.indexer, self.policy, self.rerank, self.route)
@@ -149,7 +150,14 @@ class MemoryEngine:
         team index, then its catch-up and its vector phase. ``budget_s`` >= 0: someone waits
         (a CLI search), and the catch-up waits that long at most for a lock in the team index
         (a teammate's rebuild, a table an administrator holds): its changes go next time."""
-        return self.route.sync(reason, force, progress, embed, budget_s)
+        report = self.route.sync(reason, force, progress, embed, budget_s)
+        if report.full:  # a rebuilt index is a new file, without the old one's meta
+            self._remember_folder()
+        return report
+
+    def _remember_folder(self) -> None:
+        with self.indexer.lock:
+            remember_folder(self.indexer.writer, self.root)
 
     def embed_pending(
         self,

@@ -66,6 +66,16 @@ def connect(path: Path | str, *, vec: bool = True) -> tuple[Connection, str | No
     return conn, reason
 
 
+def connect_read_only(path: Path) -> Connection:
+    """A connection that writes nothing to the index. Without a -wal file beside it the main
+    file is the whole index, read as immutable: no lock, no side file made or touched. With one
+    (a process has the index open, or died with it open) it is read through it, as every reader
+    does: SQLite may then update the -shm file, which holds no data."""
+    live = Path(f"{path}-wal").exists()
+    uri = f"{Path(path).absolute().as_uri()}?mode=ro{'' if live else '&immutable=1'}"
+    return sqlite3.connect(uri, uri=True, timeout=5, check_same_thread=False)
+
+
 # Primary result codes of a SQLite error that says nothing about the file's content: a full
 # disk, a lock held too long, an I/O error, a read-only file, a file that cannot be opened.
 # An index that fails with one of these is kept as it is (it answers again once the cause is
