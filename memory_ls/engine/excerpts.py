@@ -63,8 +63,8 @@ def excerpt(
     """Lines ``start`` .. ``start + lines - 1`` (1-based; original JSONL lines for a
     transcript). ``aligned``: a transcript's text as one line per JSONL line (its rendered
     lines joined, empty for a record that renders to nothing), so that an editor showing it
-    in place of the file (a teammate's, see docs/guides/team.md, "Files of other machines") has a hit's
-    line numbers where they belong. Raises ValueError for numbers below 1."""
+    in place of the file (a teammate's, see docs/guides/team.md, "Files of other machines")
+    has a hit's line numbers where they belong. Raises ValueError for numbers below 1."""
     if (start is not None and start < 1) or (lines is not None and lines < 1):
         raise ValueError("from and lines must be positive")
     rendered, line_map = source.lines, source.line_map

@@ -24,7 +24,8 @@ from typing import Literal
 
 import numpy as np
 
-# Fitted on the shared dev sets with bench/eval.py (docs/concepts/search.md, docs/evaluation/retrieval.md).
+# Fitted on the shared dev sets with bench/eval.py (docs/concepts/search.md,
+# docs/evaluation/retrieval.md).
 MIDPOINT = 2.5
 SLOPE = 1.6
 MIN_STD = 1e-3  # a background of identical vectors must not divide by zero
@@ -34,7 +35,8 @@ COMPRESSED_ABOVE = 0.4
 # The "lift" policy's bar grows with the background's size n: the largest of n unrelated
 # similarities grows like ln n, as the upper tail of cosines is about exponential, not Gaussian
 # (measured: the 95th percentile of no-answer queries' best z is 3.2 at n ~ 110, 4.0 at 160,
-# 5.0 at 1,400 and 6.5 at 7,500). Fitted with bench/eval.py on the dev sets (docs/evaluation/retrieval.md).
+# 5.0 at 1,400 and 6.5 at 7,500). Fitted with bench/eval.py on the dev sets
+# (docs/evaluation/retrieval.md).
 LIFT_BASE = 0.8
 LIFT_PER_LN = 0.6
 

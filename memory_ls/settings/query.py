@@ -152,8 +152,8 @@ class QuerySettings:
         "stays fast on a million chunks (scoring 30,000 chunks takes about 20 ms). The chunks "
         "found by the other words still count it in their score; only a chunk holding none of "
         "them is missed: scaled to SciFact's size that cost 0.011 keyword and 0.007 hybrid nDCG@10 "
-        "(the manual, Evaluation: Scale). No query of the evaluation sets (up to 7,477 chunks) reaches "
-        "it; `0` turns it off.",
+        "(the manual, Evaluation: Scale). No query of the evaluation sets (up to 7,477 chunks) "
+        "reaches it; `0` turns it off.",
         minimum=0,
     )
 

@@ -31,8 +31,9 @@ STATS_DF_FROM = 1000
 # ... and from this many where the share cannot be far off: the rows it may wrongly hold (other
 # namespaces' rows and those changed since ANALYZE) are at most MAX_DF_ERROR of the estimate.
 # By default the statistics keep only lexemes in about 1,450 of 113,757 chunks or more; with
-# the column's statistics target raised to 1000 by its owner (docs/guides/team.md: ten thousand lexemes,
-# down to about 230 there), 200 new questions counted 179 words in 121 ms instead of 392 in 372.
+# the column's statistics target raised to 1000 by its owner (docs/guides/team.md: ten
+# thousand lexemes, down to about 230 there), 200 new questions counted 179 words in 121 ms
+# instead of 392 in 372.
 BOUNDED_DF_FROM = 200
 MAX_DF_ERROR = 0.25
 # The namespace test is written so that no index on ns can serve it: the GIN index on tsv must

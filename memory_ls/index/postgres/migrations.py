@@ -1,8 +1,8 @@
 """The PostgreSQL schema, as numbered migrations applied once under an advisory lock.
 
 Every table carries the namespace (``ns``) in its key, so one database holds many teams'
-memories and every statement is scoped (row-level security can be added on ``ns``: docs/guides/team.md,
-"Team memory"). A database whose schema is newer than this version knows is never written to.
+memories and every statement is scoped (row-level security can be added on ``ns``:
+docs/guides/team.md). A database whose schema is newer than this version knows is never written to.
 Keyword search uses a text search configuration of the english Snowball stemmer with no stop
 words, fed tokens that Python already split, folded and cut into CJK bigrams (``tokens.py``),
 so both backends index the same words.
@@ -109,8 +109,8 @@ def _v3(vtype: str) -> list[str]:
     ]
 
 
-# A table added to a deployment whose administrator set up one role per namespace (docs/guides/team.md,
-# "Team memory") gets the owner, grants, row-level security and policies of its sibling table
+# A table added to a deployment whose administrator set up one role per namespace
+# (docs/guides/team.md) gets the owner, grants, row-level security and policies of its sibling table
 # (a regrole's text is already quoted where the name needs it), so the roles keep working
 # after the upgrade and never see each other's rows through it, and an upgrade run by a
 # superuser does not leave the owner's own clients without access. A policy that does not fit

@@ -4,8 +4,8 @@ A search walks the HNSW graph (4,180 buffers touched a search at 113,757 chunks)
 keyword GIN index. When ``shared_buffers`` is smaller than those indexes, each search copies
 pages in from the operating system's cache and evicts others: there, with initdb's default of
 128 MB (smaller than the HNSW index alone), one client's hybrid p95 was 44-46 ms against 30-39
-with 1 GB (docs/guides/team.md, "Sizing the server", bench/pg_buffers.py). memory-ls cannot change a server
-setting; status says when it is short, so whoever runs the server can.
+with 1 GB (docs/guides/team.md, "Sizing the server", bench/pg_buffers.py). memory-ls cannot
+change a server setting; status says when it is short, so whoever runs the server can.
 """
 
 from __future__ import annotations
