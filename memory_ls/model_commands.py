@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -24,6 +25,28 @@ def cmd_model(args: argparse.Namespace) -> int:
         print(f"memory-ls: model {args.model_cmd} failed: {exc}", file=sys.stderr)
         return 2
     print(path)
+    if importlib.util.find_spec("llama_cpp") is None:
+        return _runtime(args)
+    return 0
+
+
+def _runtime(args: argparse.Namespace) -> int:
+    """The model is there but llama.cpp, which runs it, is not (memory-ls was installed without
+    its local extra): build it for this CPU now, unless told not to."""
+    from .embeddings.base import NO_LLAMA_CPP
+    from .models import llama_build
+
+    if args.model_cmd != "pull" or args.no_runtime:
+        print(f"memory-ls: the model is ready, but {NO_LLAMA_CPP}", file=sys.stderr)
+        return 0
+    say = "memory-ls: the model runs on llama.cpp, which is not installed here: installing it"
+    print(say, file=sys.stderr)
+    try:
+        llama_build.install(say=lambda line: print(f"memory-ls: {line}", file=sys.stderr))
+    except RuntimeError as exc:
+        print(f"memory-ls: llama.cpp could not be installed: {exc}", file=sys.stderr)
+        return 1
+    print("memory-ls: llama.cpp is installed: search by meaning is ready", file=sys.stderr)
     return 0
 
 

@@ -22,6 +22,14 @@ class ProviderUnavailable(EmbeddingError):
     """The provider cannot be used at all (no model file, no key, library missing)."""
 
 
+# Local models run on llama.cpp, which memory-ls installs only with its `local` extra: pip, pipx
+# and uv compile it from source, and a plain install stays seconds long without it.
+NO_LLAMA_CPP = (
+    "llama-cpp-python is not installed: run `memory-ls model pull`, which builds it for this "
+    "CPU, or install memory-ls with its local extra (`memory-ls[local]`)"
+)
+
+
 @runtime_checkable
 class EmbeddingProvider(Protocol):
     """Turns text into unit-length float32 vectors.

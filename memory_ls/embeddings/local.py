@@ -22,7 +22,7 @@ from ..models.gguf_meta import GgufError, check_complete, metadata
 from ..models.profile import ModelProfile, profile_from_metadata, tokenizer_hazard
 from ..models.registry import GGUF_MAGIC, pulled_model, read_magic
 from ..settings import Settings
-from .base import EmbeddingError, ProviderUnavailable, check_vectors, normalize
+from .base import NO_LLAMA_CPP, EmbeddingError, ProviderUnavailable, check_vectors, normalize
 from .query_context import QueryContext
 from .threads import BatchThreads, default_threads
 
@@ -76,9 +76,7 @@ def open_local(path: Path, settings: Settings) -> LocalProvider:
     try:
         import llama_cpp
     except ImportError as exc:
-        raise ProviderUnavailable(
-            "local: llama-cpp-python is not installed (pip install llama-cpp-python)"
-        ) from exc
+        raise ProviderUnavailable(f"local: {NO_LLAMA_CPP}") from exc
     path = Path(path)
     _check_magic(path)
     return LocalProvider(path, settings, llama_cpp)

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..embeddings.base import NO_LLAMA_CPP
 from ..embeddings.remote import ProviderStats
 from ..embeddings.threads import default_threads
 from ..models.gguf_meta import GgufError, check_complete, metadata
@@ -71,9 +72,7 @@ def open_local_reranker(path: Path, settings: Settings) -> LocalReranker:
     try:
         import llama_cpp
     except ImportError as exc:
-        raise RerankUnavailable(
-            "local rerank: llama-cpp-python is not installed (pip install llama-cpp-python)"
-        ) from exc
+        raise RerankUnavailable(f"local rerank: {NO_LLAMA_CPP}") from exc
     threads = settings.local.threads or default_threads()
     llm = load_rank_model(llama_cpp, path, settings.rerank.context_size, threads)
     return LocalReranker(path, llm, llama_cpp, settings.rerank.timeout_ms / 1000)
