@@ -23,9 +23,6 @@ from memory_ls.settings import Settings, leaves
 DOCS = REPO / "docs"
 GETTING_STARTED = DOCS / "getting-started.md"
 EXE = Path(sys.executable).parent / "memory-ls"
-# The tour's commands that the test does not run: the install is what CI itself runs before
-# the tests (.ci/run), and activating the virtualenv is what running EXE stands for.
-NOT_RUN = {"bash install.sh", "source .venv/bin/activate"}
 README_MAX_LINES = 250
 
 
@@ -68,7 +65,9 @@ def _blocks(markdown: str) -> list[tuple[str, str]]:
 
 
 def _tour() -> list[tuple[str, str]]:
-    """(command line, the ```text block that shows its output or "") in page order."""
+    """(command line, the ```text block that shows its output or "") in page order: the
+    ```sh blocks. Install commands are ```bash blocks, run by tests/test_install.py (uv, pipx,
+    pip) and by CI itself (install.sh)."""
     steps: list[tuple[str, str]] = []
     for lang, text in _blocks(GETTING_STARTED.read_text(encoding="utf-8")):
         if lang == "text" and steps:
@@ -77,7 +76,7 @@ def _tour() -> list[tuple[str, str]]:
             continue
         for line in text.splitlines():
             command = line.split("  #", 1)[0].strip()
-            if command and command not in NOT_RUN:
+            if command:
                 steps.append((command, ""))
     return steps
 
