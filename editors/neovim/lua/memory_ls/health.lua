@@ -1,10 +1,22 @@
--- :checkhealth memory_ls
+-- :checkhealth memory_ls: what is missing, and the command that fixes it.
 local M = {}
 
 local health = vim.health
 
-local INSTALL = "install it with `pipx install memory-ls` (or `pip install -e .` in a clone), "
-  .. "or set `cmd` in require('memory_ls').setup({ cmd = { '/path/to/memory-ls', 'serve' } })"
+-- The oldest server this plugin works with (`memory-ls --version`): memory/status with folders
+-- and providerReason, memory/get of a teammate's file.
+M.MIN_SERVER = "0.1.0"
+
+-- How to install the server (docs/getting-started.md), and how to point the plugin at one.
+M.INSTALL = "install memory-ls as docs/getting-started.md says: `bash install.sh` in a clone of memory-ls, "
+  .. "then `source .venv/bin/activate` before starting nvim (or put the clone's `.venv/bin` on PATH)"
+M.SET_CMD = "or set `cmd` to the executable: require('memory_ls').setup({ cmd = { '/path/to/memory-ls', 'serve' } })"
+M.UPDATE = "update memory-ls: `git pull && bash install.sh` in its clone (docs/getting-started.md), "
+  .. "or `uv tool upgrade memory-ls` / `pipx upgrade memory-ls` for a tool install"
+M.MODEL_PULL = "run `memory-ls model pull` for hybrid search (or set an API key: docs/guides/providers.md)"
+M.LOCAL_EXTRA = "install memory-ls with its `local` extra (llama-cpp-python): `uv tool install 'memory-ls[local]'`, "
+  .. "`pipx install 'memory-ls[local]'` or `pip install 'memory-ls[local]'`; or run `memory-ls model pull`, "
+  .. "which builds llama-cpp-python for this CPU"
 
 --- The command that prints the server's version: cmd up to "serve", plus --version.
 local function version_cmd(cmd)
@@ -19,10 +31,10 @@ local function version_cmd(cmd)
   return out
 end
 
-local function run(cmd, timeout)
+local function run(cmd, timeout, env)
   if vim.system then
     local ok, obj = pcall(function()
-      return vim.system(cmd, { text = true }):wait(timeout)
+      return vim.system(cmd, { text = true, env = env }):wait(timeout)
     end)
     if not ok then
       return nil, tostring(obj)
@@ -31,6 +43,39 @@ local function run(cmd, timeout)
   end
   local output = vim.fn.system(cmd)
   return vim.v.shell_error, vim.trim(output)
+end
+
+--- "memory-ls 0.1.0" -> {0, 1, 0}; nil when the text has no version.
+function M.parse_version(text)
+  local a, b, c = tostring(text or ""):match("memory%-ls%s+v?(%d+)%.(%d+)%.?(%d*)")
+  if not a then
+    return nil
+  end
+  return { tonumber(a), tonumber(b), tonumber(c) or 0 }
+end
+
+--- Whether version v ({major, minor, patch}) is older than M.MIN_SERVER.
+function M.too_old(v)
+  local min = M.parse_version("memory-ls " .. M.MIN_SERVER)
+  for i = 1, 3 do
+    if v[i] ~= min[i] then
+      return v[i] < min[i]
+    end
+  end
+  return false
+end
+
+--- The fix for a keyword-only index, from the server's providerReason.
+function M.reason_fix(reason)
+  reason = tostring(reason or "")
+  if reason:find("llama%-cpp%-python") or reason:find("llama_cpp") then
+    return "llama-cpp-python is missing, so the local model cannot run", M.LOCAL_EXTRA
+  end
+  if reason:find("model pull", 1, true) or reason:find("no local model", 1, true)
+    or reason:find("no embedding model", 1, true) then
+    return "no embedding model", M.MODEL_PULL
+  end
+  return nil, "see docs/guides/models.md (local) or docs/guides/providers.md (remote)"
 end
 
 local function report_mode(st)
@@ -51,8 +96,15 @@ local function report_mode(st)
         if tostring(reason):match("^provider is 'none'") then
           health.ok(msg) -- chosen in the settings
         else
-          health.warn(msg, { "run `memory-ls model pull` for hybrid search, or set an API key (see docs/guides/models.md)" })
+          local what, fix = M.reason_fix(reason)
+          health.warn(what and (what .. ": " .. msg) or msg, { fix })
         end
+      end
+      local synced = type(f.lastSync) == "table"
+      if not synced and tonumber(f.files or 0) == 0 then
+        health.warn(string.format("%s: no index yet: the first sync has not finished", where),
+          { "wait for it (the status line shows `memory 3/10` meanwhile), or run `:MemoryReindex` "
+            .. "(`memory-ls index -w " .. where .. "` in a shell)" })
       end
       if f.fallbackReason and f.fallbackReason ~= vim.NIL then
         health.warn(string.format("%s: fallback active: %s", where, f.fallbackReason))
@@ -110,14 +162,25 @@ function M.check()
   local cmd = mls.config.cmd or mls.defaults.cmd
   local exe = vim.fn.exepath(cmd[1])
   if exe == "" then
-    health.error(string.format("server command `%s` not found", cmd[1]), { INSTALL })
+    local where = cmd[1]:find("/", 1, true) and ("`" .. cmd[1] .. "` does not exist or is not executable")
+      or ("`" .. cmd[1] .. "` is not on PATH")
+    health.error(string.format("no memory-ls executable: %s (cmd = %s)", where, vim.inspect(cmd)),
+      { M.INSTALL, M.SET_CMD })
   else
     health.ok(string.format("server command: %s", table.concat(vim.list_extend({ exe }, vim.list_slice(cmd, 2)), " ")))
-    local code, out = run(version_cmd(vim.list_extend({ exe }, vim.list_slice(cmd, 2))), 20000)
-    if code == 0 and out and out ~= "" then
-      health.ok("server version: " .. out)
+    local vcmd = version_cmd(vim.list_extend({ exe }, vim.list_slice(cmd, 2)))
+    local code, out = run(vcmd, 20000, mls.config.cmd_env)
+    local v = code == 0 and M.parse_version(out) or nil
+    if not v then
+      local first = vim.split(tostring(out or ""), "\n", { plain = true })
+      health.error(string.format("memory-ls fails to start: `%s` exited with %s: %s", table.concat(vcmd, " "),
+        tostring(code), table.concat(vim.list_slice(first, math.max(1, #first - 4)), " | ")),
+        { "reinstall it: " .. M.INSTALL, M.SET_CMD })
+    elseif M.too_old(v) then
+      health.error(string.format("server version: %s is too old: this plugin needs memory-ls %s or newer", out,
+        M.MIN_SERVER), { M.UPDATE })
     else
-      health.error("`" .. table.concat(version_cmd(cmd), " ") .. "` failed: " .. tostring(out), { INSTALL })
+      health.ok("server version: " .. out)
     end
   end
 
