@@ -37,9 +37,13 @@ _PROBE = (
     "print(json.dumps([llama_cpp.__version__, llama_cpp.llama_print_system_info().decode()]))"
 )
 REBUILD = (
-    "rebuild llama-cpp-python for this CPU: `bash install.sh` in a memory-ls clone, or "
-    f"CMAKE_ARGS=-DGGML_NATIVE=OFF {PIP} install --force-reinstall --no-cache-dir "
-    "--no-binary llama-cpp-python llama-cpp-python"
+    "reinstall llama-cpp-python built for this CPU's instruction sets: "
+    f"`{sys.executable} -m memory_ls.models.llama_build` (from the wheel kept for this CPU, or "
+    "a new build)"
+)
+INSTALL_RUNTIME = (
+    "`memory-ls model pull` (it builds llama.cpp for this CPU when it is missing), "
+    "or install memory-ls with its local extra"
 )
 
 
@@ -138,7 +142,7 @@ def check_llama(env: Env) -> Check:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         status = FAIL if env.settings.provider == "local" else WARN
         summary = f"llama-cpp-python not usable ({last}): no local embedding model"
-        return Check("llama.cpp", status, summary, fix=f"{PIP} install llama-cpp-python")
+        return Check("llama.cpp", status, summary, fix=INSTALL_RUNTIME)
     version, info = json.loads(done.stdout.strip().splitlines()[-1])
     features = built_for(info)
     flags = cpu_flags()
