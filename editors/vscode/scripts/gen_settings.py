@@ -98,6 +98,17 @@ CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
         "scope": "window",
         "order": 6,
     },
+    "memory.server.installSource": {
+        "type": "string",
+        "default": "",
+        "markdownDescription": "What *Memory: Install Server* (and the offer shown when no "
+        "`memory-ls` is found) installs into the extension's own environment: a pip requirement "
+        "(e.g. `memory-ls==0.1.0`) or a path to a wheel (`~` is expanded). Empty: `memory-ls` "
+        "from the package index. Meant for testing and offline installs; an update of the "
+        "extension upgrades from the same source.",
+        "scope": "machine",
+        "order": 7,
+    },
 }
 
 

@@ -1,7 +1,6 @@
 // The VS Code glue: starts memory-ls, wires commands, the QuickPick and the status bar.
 // Everything that can be decided without VS Code lives in the pure modules next to this file.
 
-import * as fs from 'fs';
 import * as os from 'os';
 import * as vscode from 'vscode';
 import {
@@ -21,6 +20,7 @@ import {
 import * as P from './protocol';
 import { citationInsertion, HitItem, Latest, resultToItems, searchSummary } from './searchItems';
 import { installCommand, resolveServerCommand, RestartBudget, ServerCommand, startFailureMessage } from './serverCommand';
+import { isExecutable, ServerInstaller } from './serverInstall';
 import { changeKind, documentSelector, serverSettingKeys, serverSettings } from './settings';
 import { ProgressTracker, statusBar, statusMarkdown, syncFailures, syncSummary, UiState } from './statusText';
 import { TeamFiles } from './teamFiles';
@@ -59,7 +59,8 @@ class MemoryExtension {
   private readonly settingKeys: string[];
   private refreshTimer: NodeJS.Timeout | undefined;
   private failureShown = false;
-  private failure: { reason: string; install: string } | undefined;
+  private failure: { reason: string; install: string; offer?: boolean } | undefined;
+  private readonly installer: ServerInstaller;
   /** The restart under way: restarts run one after the other. */
   private restarting: Promise<void> = Promise.resolve();
   private readonly highlight = vscode.window.createTextEditorDecorationType({
@@ -74,6 +75,7 @@ class MemoryExtension {
     this.statusItem.command = 'memoryLs.showStatus';
     const props = (context.extension.packageJSON?.contributes?.configuration?.properties ?? {}) as Record<string, unknown>;
     this.settingKeys = serverSettingKeys(props);
+    this.installer = new ServerInstaller(context.globalStorageUri?.fsPath, String(context.extension.packageJSON?.version ?? '0.0.0'), this.output);
     const sub = context.subscriptions;
     sub.push(this.output, this.statusItem, this.statusChanged, this.highlight);
     sub.push(
@@ -89,6 +91,7 @@ class MemoryExtension {
       vscode.commands.registerCommand('memoryLs.showStatus', () => this.showStatus()),
       vscode.commands.registerCommand('memoryLs.restart', () => this.restart()),
       vscode.commands.registerCommand('memoryLs.showOutput', () => this.output.show(true)),
+      vscode.commands.registerCommand('memoryLs.installServer', () => this.installServer()),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigChange(e)),
       vscode.workspace.onDidSaveTextDocument((d) => d.languageId === 'markdown' && this.scheduleRefresh(1500)),
     );
@@ -121,32 +124,34 @@ class MemoryExtension {
       home: os.homedir(),
       platform: process.platform,
       env: process.env,
-      isExecutable: (p) => {
-        try {
-          fs.accessSync(p, process.platform === 'win32' ? fs.constants.F_OK : fs.constants.X_OK);
-          return fs.statSync(p).isFile();
-        } catch {
-          return false;
-        }
-      },
+      isExecutable,
+      managed: this.installer.managedServer,
     });
     if (!resolved.ok) {
       this.output.appendLine(`memory-ls: ${resolved.reason}; looked at:\n  ${resolved.tried.join('\n  ')}`);
-      this.fail(resolved.reason, resolved.install);
+      if (resolved.notFound && this.installer.canInstall) {
+        this.notInstalled();
+      } else {
+        this.fail(resolved.reason, resolved.install);
+      }
       return;
+    }
+    if (resolved.source === 'managed') {
+      await this.installer.upgradeIfNeeded(); // the extension was updated: its server follows
     }
     this.server = resolved;
     let everRunning = false;
     const budget = new RestartBudget();
     const install = installCommand(resolved.source === 'pythonPath' ? resolved.command : undefined);
     this.output.appendLine(`memory-ls: starting ${resolved.command} ${resolved.args.join(' ')} (${resolved.source})`);
+    const serverEnv = { ...process.env, ...cfg.get<Record<string, string>>('server.env', {}) };
     const serverOptions: ServerOptions = {
       command: resolved.command,
       args: resolved.args,
       transport: TransportKind.stdio,
       options: {
         cwd: this.folders()[0],
-        env: { ...process.env, ...cfg.get<Record<string, string>>('server.env', {}) },
+        env: serverEnv,
       },
     };
     const clientOptions: LanguageClientOptions = {
@@ -241,7 +246,54 @@ class MemoryExtension {
       }
       this.client = undefined;
       this.fail(`${resolved.command} ${resolved.args.join(' ')}: ${error instanceof Error ? error.message : String(error)}`, install);
+      return;
     }
+    if (resolved.source === 'managed' && this.installer.wantsModel()) {
+      void this.pullModel(serverEnv); // keyword search meanwhile
+    }
+  }
+
+  /** Nothing found and nothing configured: offer to install memory-ls (never silently). */
+  private notInstalled(): void {
+    const reason = 'memory-ls is not installed';
+    this.state = { phase: 'failed', error: reason };
+    this.failure = { reason, install: installCommand(), offer: true };
+    this.render();
+    if (this.failureShown) {
+      return;
+    }
+    this.failureShown = true;
+    void this.installer.offer().then((ok) => (ok ? this.restart() : undefined));
+  }
+
+  private async installServer(): Promise<void> {
+    if (!this.installer.canInstall) {
+      void vscode.window.showErrorMessage('Memory: this VS Code gives the extension no storage folder to install memory-ls into.');
+      return;
+    }
+    if (await this.installer.install()) {
+      await this.restart();
+    }
+  }
+
+  /** The model after the install: pulled in the background, then the server restarted to load it. */
+  private async pullModel(env: NodeJS.ProcessEnv): Promise<void> {
+    if (!(await this.installer.pullModel(env))) {
+      return;
+    }
+    await this.restart();
+    const deadline = Date.now() + 5 * 60_000;
+    let status: P.StatusResult | undefined;
+    while (Date.now() < deadline) {
+      status = await this.refreshStatus();
+      if (status?.mode === 'hybrid') {
+        void vscode.window.showInformationMessage('memory-ls: semantic search is ready');
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+    const why = status?.providerReason ? `: ${status.providerReason}` : '';
+    void vscode.window.showWarningMessage(`Memory: the model was installed, but search is ${status?.mode ?? 'not answering'}${why}.`, 'Show Output').then((choice) => choice && this.output.show(true));
   }
 
   private fail(reason: string, install = 'pipx install memory-ls'): void {
@@ -359,7 +411,12 @@ class MemoryExtension {
 
   private async showStatus(): Promise<void> {
     if (this.state.phase === 'failed') {
-      this.output.show(true);
+      if (this.failure?.offer) {
+        this.failureShown = false; // the user asked: offer again
+        this.notInstalled();
+      } else {
+        this.output.show(true);
+      }
       return;
     }
     const client = await this.ready();
@@ -385,7 +442,11 @@ class MemoryExtension {
     if (!this.client) {
       if (this.state.phase === 'failed') {
         this.failureShown = false; // the user asked for something: say why again
-        this.fail(this.failure?.reason ?? 'it is not running', this.failure?.install);
+        if (this.failure?.offer) {
+          this.notInstalled();
+        } else {
+          this.fail(this.failure?.reason ?? 'it is not running', this.failure?.install);
+        }
       }
       return undefined;
     }

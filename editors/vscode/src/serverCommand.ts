@@ -17,9 +17,11 @@ export interface ServerCommandInput {
   env: Record<string, string | undefined>;
   /** Is there an executable file at this absolute path? */
   isExecutable: (p: string) => boolean;
+  /** The memory-ls the extension installed in its global storage, tried last. */
+  managed?: string;
 }
 
-export type ServerSource = 'command' | 'pythonPath' | 'workspaceVenv' | 'path';
+export type ServerSource = 'command' | 'pythonPath' | 'workspaceVenv' | 'path' | 'managed';
 
 export interface ServerCommand {
   ok: true;
@@ -34,6 +36,8 @@ export interface ServerCommandError {
   reason: string;
   tried: string[];
   install: string;
+  /** Nothing was configured and nothing found: the extension may offer to install it. */
+  notFound?: boolean;
 }
 
 export const DEFAULT_ARGS = ['serve'];
@@ -94,7 +98,8 @@ export function installCommand(pythonPath?: string): string {
 
 /**
  * Resolution order: `memory.server.command`; `memory.server.pythonPath` (`python -m memory_ls`);
- * a virtual environment in a workspace folder (`.venv`, `venv`); `memory-ls` on PATH.
+ * a virtual environment in a workspace folder (`.venv`, `venv`); `memory-ls` on PATH; the
+ * extension's own install (`managed`).
  */
 export function resolveServerCommand(input: ServerCommandInput): ServerCommand | ServerCommandError {
   const tried: string[] = [];
@@ -158,11 +163,18 @@ export function resolveServerCommand(input: ServerCommandInput): ServerCommand |
   if (found) {
     return { ok: true, command: found, args, source: 'path', tried };
   }
+  if (input.managed) {
+    tried.push(input.managed);
+    if (input.isExecutable(input.managed)) {
+      return { ok: true, command: input.managed, args, source: 'managed', tried };
+    }
+  }
   return {
     ok: false,
     reason: 'memory-ls was not found on PATH or in a .venv of the workspace',
     tried,
     install: installCommand(),
+    notFound: true,
   };
 }
 
