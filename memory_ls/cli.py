@@ -1,5 +1,5 @@
-"""memory-ls command line: serve | index | search | get | status | session | sessions | mcp |
-setup | model | doctor | cache."""
+"""memory-ls command line: serve | index | search | get | status | check | session | sessions |
+mcp | setup | model | doctor | cache."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
+from .check_commands import add_parser as add_check
 from .doctor_commands import cmd_cache, cmd_doctor
 from .model_commands import cmd_model
 from .progress_bar import ProgressBar
@@ -302,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("status", parents=[common], help="index and provider status")
     s.set_defaults(func=cmd_status)
+    add_check(sub, common)
 
     s = sub.add_parser("session", help="agent sessions")
     ssub = s.add_subparsers(dest="session_cmd", required=True)

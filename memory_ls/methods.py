@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .params import FolderParams, GetParams
+from .params import CheckParams, FolderParams, GetParams
 from .search.request import SearchRequest
 
 
@@ -77,4 +77,21 @@ STATUS = Method(
     "before memory_search.",
 )
 
-METHODS = (SEARCH, GET, STATUS)
+CHECK = Method(
+    "memory/check",
+    "check",
+    CheckParams,
+    "CheckResult",
+    tool="memory_check",
+    title="Check a note before writing it",
+    description="Check a draft note BEFORE writing it to memory: pass its text (and the "
+    "workspace-relative path it would be written to, e.g. MEMORY.md or "
+    "memory/2026-03-02.md). Returns {path, findings: [{code, severity, path, startLine, "
+    "endLine, message, related: [{path, startLine, endLine}]}]}, lines 1-based in the draft: "
+    "duplicate (what memory already says: related points at it, e.g. 'already known at "
+    "memory/x.md#L3-L5'; leave it out of the note), load-cap (MEMORY.md would pass the lines "
+    "its agent loads), expired and front-matter (its front matter), orphan (a topic file "
+    "MEMORY.md does not link). No findings: nothing in memory says it yet.",
+)
+
+METHODS = (SEARCH, GET, STATUS, CHECK)

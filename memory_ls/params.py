@@ -79,6 +79,18 @@ class FolderParams:
     folder: str | None = None
 
 
+MAX_DRAFT_CHARS = 1_000_000  # a note, not a dump: past it the caller is told so
+
+
+@dataclass(frozen=True)
+class CheckParams:
+    """``memory/check`` and ``memory_check``: a draft note, and where it would be written."""
+
+    text: str
+    path: str | None = None  # workspace-relative; default: a dated note of today
+    folder: str | None = None
+
+
 @dataclass(frozen=True)
 class SyncParams:
     force: bool = False
@@ -117,11 +129,16 @@ def parse_status(params: Any, dialect: Dialect = LSP) -> FolderParams:
     return _structure(params, FolderParams, dialect)
 
 
+def parse_check(params: Any, dialect: Dialect = LSP) -> CheckParams:
+    return _structure(params, CheckParams, dialect)
+
+
 # The parser of each declared method's params type (methods.py).
 PARSERS: dict[type, Callable[[Any, Dialect], Any]] = {
     SearchRequest: parse_search,
     GetParams: parse_get,
     FolderParams: parse_status,
+    CheckParams: parse_check,
 }
 
 
@@ -226,6 +243,13 @@ def _number(low: float, high: float) -> Hook:
     return hook
 
 
+def _draft(value: Any, _: Any) -> str:
+    text = _string(value, _)
+    if len(text) > MAX_DRAFT_CHARS:
+        raise ValueError(f"at most {MAX_DRAFT_CHARS:,} characters, got {len(text):,}")
+    return text
+
+
 def _flag(value: Any, _: Any) -> bool:
     if value is None:
         return False
@@ -308,6 +332,7 @@ def _converter(d: Dialect) -> tuple[cattrs.Converter, dict[type, dict[str, str]]
         lines=lines,
     )
     register(FolderParams)
+    register(CheckParams, omit=() if d.lsp_fields else ("folder",), text=_draft)
     register(SyncParams, force=_flag)
     register(
         SaveSessionParams, messages=_integer(1, MAX_SAVE_SESSION_MESSAGES, SAVE_SESSION_MESSAGES)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from ..embeddings.base import EmbeddingProvider
+from ..hygiene import Finding, check_draft, check_index
 from ..index.sync import Progress, SyncReport
 from ..rerank import Reranker
 from ..search.citations import citation_problem, parse_citation
@@ -24,7 +26,7 @@ from ..search.results import Excerpt, SearchResponse
 from ..search.vector import VectorIndex
 from ..settings import Settings
 from ..settings import load as load_settings
-from ..workspace import PathError, Workspace
+from ..workspace import MEMORY_DIR, PathError, Workspace
 from .excerpts import FileLines, excerpt, read_text
 from .index_files import index_path_for, remember_folder
 from .indexer import Indexer
@@ -269,6 +271,25 @@ class MemoryEngine:
         prefix = folder.rstrip("/") + "/"
         with self.indexer.reader() as r:
             return any(p.startswith(prefix) for p in r.file_states())
+
+    # -- hygiene ----------------------------------------------------------------------------
+    def check(self, today: date | None = None) -> list[Finding]:
+        """The memory checks (``hygiene/``) over the memory files as the index holds them."""
+        with self.indexer.reader() as r:
+            return check_index(r, self.settings.hygiene, today)
+
+    def check_draft(
+        self, text: str, path: str | None = None, today: date | None = None
+    ) -> tuple[str, list[Finding]]:
+        """The findings ``text`` would cause, written to ``path`` (a memory file of this
+        workspace; default: a dated note of today), and that path. PathError: not memory."""
+        day = today or date.today()
+        rel = self.workspace.relative(path) if path else f"{MEMORY_DIR}/{day}-draft.md"
+        found = self.workspace.classify(rel)
+        if found is None or found.source != "memory":
+            raise PathError(f"{path}: not a memory file of this workspace (MEMORY.md, memory/)")
+        with self.indexer.reader() as r:
+            return rel, check_draft(r, self.settings.hygiene, text, rel, day)
 
     def status(self) -> dict[str, Any]:
         ix = self.indexer

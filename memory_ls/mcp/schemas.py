@@ -6,7 +6,7 @@ from typing import Any
 
 import mcp.types as types
 
-from ..methods import GET, SEARCH, STATUS, Method
+from ..methods import CHECK, GET, SEARCH, STATUS, Method
 from ..params import MCP
 from ..settings.docs import declared
 
@@ -22,7 +22,9 @@ INSTRUCTIONS = (
     "and, when enabled, past agent session transcripts. Call memory_search first with a short "
     "natural-language query; every result carries a citation (path#Lstart-Lend) and a snippet. "
     "Then call memory_get with a citation to read the cited lines in full before relying on "
-    "them. Prefer citing memory as path#Lstart-Lend in answers. memory_status tells whether "
+    "them. Prefer citing memory as path#Lstart-Lend in answers. Before writing a note to "
+    "memory, call memory_check with its text: it says what memory already knows. "
+    "memory_status tells whether "
     "search is hybrid or keyword-only and why; memory files are also resources (memory://<path>)."
 )
 
@@ -103,4 +105,18 @@ STATUS_TOOL = _tool(
     [],
 )
 
-TOOLS = [SEARCH_TOOL, GET_TOOL, STATUS_TOOL]
+CHECK_TOOL = _tool(
+    CHECK,
+    {
+        "text": {"type": "string", "description": "The note as it would be written (Markdown)."},
+        "path": {
+            "type": "string",
+            "description": "Where it would be written, workspace-relative (MEMORY.md, "
+            "memory/<topic>.md, memory/YYYY-MM-DD.md); it stands in for that file's text. "
+            "Default: a dated note of today.",
+        },
+    },
+    ["text"],
+)
+
+TOOLS = [SEARCH_TOOL, GET_TOOL, STATUS_TOOL, CHECK_TOOL]

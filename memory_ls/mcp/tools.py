@@ -15,7 +15,7 @@ from typing import Any
 from ..engine import MemoryEngine
 from ..engine.route import retry_pause
 from ..index.schema import DatabaseError
-from ..params import MCP, ParamError, parse_get, parse_search
+from ..params import MCP, ParamError, parse_check, parse_get, parse_search
 from ..search.citations import citation_problem, parse_citation
 from ..workspace import PathError
 from .schemas import MAX_LINES
@@ -30,7 +30,7 @@ READY_TIMEOUT_SECONDS = 30.0  # a search waits this long for the first keyword s
 
 
 class MemoryTools:
-    """memory_search, memory_get and memory_status over one engine."""
+    """memory_search, memory_get, memory_status and memory_check over one engine."""
 
     def __init__(self, engine: MemoryEngine, refresh_seconds: float = REFRESH_SECONDS):
         self.engine = engine
@@ -132,6 +132,15 @@ class MemoryTools:
             field = "citation" if cited else "path"
             raise ParamError(field, str(exc)) from None
         return excerpt.to_json(self.engine.root)
+
+    def check(self, args: dict[str, Any]) -> dict[str, Any]:
+        p = parse_check(args, MCP)
+        self.refresh()
+        try:
+            path, found = self.engine.check_draft(p.text, p.path)
+        except PathError as exc:
+            raise ParamError("path", str(exc)) from None
+        return {"path": path, "findings": [f.to_json() for f in found]}
 
     def status(self, args: dict[str, Any]) -> dict[str, Any]:
         if args:

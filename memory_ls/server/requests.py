@@ -1,7 +1,7 @@
 """The custom requests and commands (``memory/search``, ``memory/get``, ``memory/status``,
-``memory.reindex`` / ``memory.sync``, ``memory.saveSession``) and ``workspace/symbol``, over
-every workspace folder: routed, merged, answered as JSON. Errors are ``ParamError``s; the
-handlers in ``app.py`` turn them into InvalidParams."""
+``memory/check``, ``memory.reindex`` / ``memory.sync``, ``memory.saveSession``) and
+``workspace/symbol``, over every workspace folder: routed, merged, answered as JSON. Errors
+are ``ParamError``s; the handlers in ``app.py`` turn them into InvalidParams."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..params import FolderParams, GetParams, ParamError, SaveSessionParams
+from ..params import CheckParams, FolderParams, GetParams, ParamError, SaveSessionParams
 from ..search.citations import citation_problem, parse_citation
 from ..search.request import SearchRequest
 from ..search.results import TEAM_SCHEME, SearchResponse
@@ -159,6 +159,23 @@ class Requests:
         out["watch"] = self.watch_mode()
         out["version"] = __version__
         return out
+
+    # -- check ------------------------------------------------------------------------------
+    async def check(self, p: CheckParams) -> dict[str, Any]:
+        """The findings a draft note would cause, in its folder (the first one by default)."""
+        folders = self.folders.select(p.folder)
+        if not folders:
+            raise ParamError("folder", "no workspace folder is open")
+        folder = folders[0]
+        await folder.flush(folder.flush_budget)
+        try:
+            async with folder.use() as engine:
+                path, found = await folder.read(engine.check_draft, p.text, p.path)
+        except PathError as exc:
+            raise ParamError("path", str(exc)) from None
+        except FolderUnavailable as exc:
+            raise ParamError("folder", str(exc)) from None
+        return {"path": path, "findings": [f.to_json() for f in found]}
 
     # -- commands ---------------------------------------------------------------------------
     async def sync_command(self, force: bool, folder_ref: str | None) -> dict[str, Any]:

@@ -88,6 +88,7 @@ GROUP_TITLES = {
     "sessionWriter": "`sessionWriter`: session notes",
     "store": "`store`: where the index lives",
     "rerank": "`rerank`: reranking",
+    "hygiene": "`hygiene`: memory checks (`memory-ls check`)",
 }
 
 

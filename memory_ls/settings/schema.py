@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .hygiene import HygieneSettings
 from .query import QuerySettings, RerankSettings
 from .spec import setting
 
@@ -398,3 +399,4 @@ class Settings:
     session_writer: SessionWriterSettings = field(default_factory=SessionWriterSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
+    hygiene: HygieneSettings = field(default_factory=HygieneSettings)

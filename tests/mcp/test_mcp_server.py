@@ -175,7 +175,7 @@ async def test_status_and_resources(transport: str, mcp_ws: Path, tmp_path: Path
     index = tmp_path / "index.sqlite"
     async with connect(transport, mcp_ws, index) as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
-        assert set(tools) == {"memory_search", "memory_get", "memory_status"}
+        assert set(tools) == {"memory_search", "memory_get", "memory_status", "memory_check"}
         assert tools["memory_status"].annotations.read_only_hint
         await check_status(session, mcp_ws, index)
         await check_resources(session)

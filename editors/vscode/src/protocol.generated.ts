@@ -4,12 +4,14 @@
 export const SEARCH = 'memory/search';
 export const GET = 'memory/get';
 export const STATUS = 'memory/status';
+export const CHECK = 'memory/check';
 
 /** The MCP tool of each request (`memory-ls mcp`). */
 export const TOOLS = {
   search: 'memory_search',
   get: 'memory_get',
   status: 'memory_status',
+  check: 'memory_check',
 } as const;
 
 /** `memory/search` params; the result is `SearchResult` (protocol.ts). */
@@ -35,5 +37,12 @@ export interface GetParams {
 
 /** `memory/status` params; the result is `StatusResult` (protocol.ts). */
 export interface StatusParams {
+  folder?: string;
+}
+
+/** `memory/check` params; the result is `CheckResult` (protocol.ts). */
+export interface CheckParams {
+  text: string;
+  path?: string;
   folder?: string;
 }

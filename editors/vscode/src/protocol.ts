@@ -70,6 +70,24 @@ export interface GetResult {
   remote?: boolean;
 }
 
+/** A finding of the memory checks (`memory/check`, `memory-ls check --json`); lines are 1-based, inclusive. */
+export interface Finding {
+  code: 'duplicate' | 'load-cap' | 'expired' | 'front-matter' | 'orphan';
+  severity: 'error' | 'warning' | 'information' | 'hint';
+  path: string;
+  startLine: number;
+  endLine: number;
+  message: string;
+  /** Where else: the earlier copy of a duplicate, the index file of an orphan. */
+  related: Array<{ path: string; startLine: number; endLine: number }>;
+}
+
+/** `memory/check`: the findings the draft would cause, all in it (`path`: where it would go). */
+export interface CheckResult {
+  path: string;
+  findings: Finding[];
+}
+
 export interface SyncInfo {
   reason?: string;
   full?: boolean;

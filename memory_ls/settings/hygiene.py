@@ -1,0 +1,73 @@
+"""The memory hygiene settings (``hygiene.*``): each check on or off, and its severity,
+declared like every other setting (see ``schema.py``). One class per check: a check's
+default severity is its class's default, which the manual and the extension read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .spec import setting
+
+SEVERITIES = ("error", "warning", "information", "hint")  # LSP's DiagnosticSeverity names
+
+
+def _enabled(what: str) -> bool:
+    out: bool = setting(True, f"Report {what}.")
+    return out
+
+
+def _severity(code: str, default: str) -> str:
+    out: str = setting(
+        default,
+        f"Severity of `{code}` findings: `memory-ls check --fail-on` exits 1 at this one or a "
+        "more serious one.",
+        choices=SEVERITIES,
+    )
+    return out
+
+
+@dataclass
+class DuplicateSettings:
+    enabled: bool = _enabled("passages that say what an earlier passage already says")
+    severity: str = _severity("duplicate", "warning")
+
+
+@dataclass
+class LoadCapSettings:
+    enabled: bool = _enabled(
+        "the first line past an agent's load cap in an always-loaded file (`MEMORY.md`: "
+        "Claude Code; `AGENTS.md` when it is indexed: Codex)"
+    )
+    severity: str = _severity("load-cap", "warning")
+
+
+@dataclass
+class ExpiredSettings:
+    enabled: bool = _enabled("notes whose front matter `expires:` or `valid_until:` date is past")
+    severity: str = _severity("expired", "warning")
+
+
+@dataclass
+class FrontMatterSettings:
+    enabled: bool = _enabled(
+        "front matter that cannot be read (not YAML, aliases, over 64 KB, a date that does not "
+        "exist)"
+    )
+    severity: str = _severity("front-matter", "warning")
+
+
+@dataclass
+class OrphanSettings:
+    enabled: bool = _enabled(
+        "topic files that `MEMORY.md` never links to, once it links at least one"
+    )
+    severity: str = _severity("orphan", "information")
+
+
+@dataclass
+class HygieneSettings:
+    duplicate: DuplicateSettings = field(default_factory=DuplicateSettings)
+    load_cap: LoadCapSettings = field(default_factory=LoadCapSettings)
+    expired: ExpiredSettings = field(default_factory=ExpiredSettings)
+    front_matter: FrontMatterSettings = field(default_factory=FrontMatterSettings)
+    orphan: OrphanSettings = field(default_factory=OrphanSettings)
