@@ -42,10 +42,12 @@ export interface Instance {
   close(): Promise<void>;
 }
 
-/** What an instance opens instead of a copy of examples/demo, and with what more environment. */
+/** What an instance opens instead of a copy of examples/demo, with what more environment and user settings. */
 export interface Setup {
-  workspace: string;
+  /** Default: a fresh copy of examples/demo. */
+  workspace?: string;
   env?: Record<string, string>;
+  settings?: Record<string, unknown>;
 }
 
 /**
@@ -72,7 +74,7 @@ export async function launch(parts: Parts, name: string, withServer: boolean, se
       log: path.join(ARTIFACTS, `code-server-${name}.log`),
     },
     // The LSP traffic in the Memory output channel, kept with the other logs.
-    { 'memory.trace.server': 'verbose' },
+    { 'memory.trace.server': 'verbose', ...setup?.settings },
   );
   let session: Session;
   try {

@@ -49,9 +49,23 @@ export class Tmux {
     throw new Error(`the terminal never showed ${pattern}:\n${screen}`);
   }
 
+  /** Waits until the program in the pane has exited (and tmux with it); false on timeout. */
+  async waitForExit(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      try {
+        execFileSync('tmux', ['-L', this.socket, 'has-session'], { stdio: 'ignore' });
+      } catch {
+        return true;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return false;
+  }
+
   kill(): void {
     try {
-      this.tmux('kill-server');
+      execFileSync('tmux', ['-L', this.socket, 'kill-server'], { stdio: 'ignore' });
     } catch {
       /* already gone */
     }
