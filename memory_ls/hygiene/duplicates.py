@@ -55,8 +55,11 @@ def _keys(p: Passage, df: Counter[str]) -> Iterator[int]:
         yield hash((a, b))
 
 
-def candidates(ps: list[Passage], df: Counter[str]) -> set[tuple[int, int]]:
-    """(earlier, later) pairs of passages that share a key."""
+def candidates(
+    ps: list[Passage], df: Counter[str], later: set[int] | None = None
+) -> set[tuple[int, int]]:
+    """(earlier, later) pairs of passages that share a key; ``later``: only pairs whose later
+    passage is one of these (a draft's)."""
     keys: list[int] = []
     owners: list[int] = []
     for n, p in enumerate(ps):
@@ -72,8 +75,13 @@ def candidates(ps: list[Passage], df: Counter[str]) -> set[tuple[int, int]]:
     ends = np.concatenate((bounds, [len(k)]))
     pairs: set[tuple[int, int]] = set()
     for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        if 2 <= e - s <= MAX_GROUP:
-            pairs.update(itertools.combinations(sorted(set(o[s:e].tolist())), 2))
+        if not 2 <= e - s <= MAX_GROUP:
+            continue
+        members = sorted(set(o[s:e].tolist()))
+        if later is None:
+            pairs.update(itertools.combinations(members, 2))
+        else:
+            pairs.update((a, b) for b in members if b in later for a in members if a < b)
     return pairs
 
 
@@ -125,9 +133,8 @@ def matches(
     weight = Weights(df, len(ps))
     found: dict[int, Match] = {}
     maybe: list[tuple[int, int]] = []
-    for a, b in candidates(ps, df):
-        if only is not None and ps[b].path != only:
-            continue
+    mine = {n for n, p in enumerate(ps) if p.path == only} if only is not None else None
+    for a, b in candidates(ps, df, mine):
         how = judge(ps[b], ps[a], weight)
         if how == "maybe":
             maybe.append((a, b))
