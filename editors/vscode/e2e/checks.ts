@@ -19,6 +19,8 @@ export interface Context {
 export interface Check {
   name: string;
   run(ctx: Context): Promise<void>;
+  /** Longer than the suite's default (90 s), e.g. for an install. */
+  timeoutMs?: number;
 }
 
 const API_NOTE = 'memory/2026-01-10-api-design.md';
@@ -258,17 +260,22 @@ export const CHECKS: Check[] = [
   },
 ];
 
-/** Run against a workbench whose extension host has no memory-ls on PATH. */
+/** Run against a workbench whose extension host has no memory-ls on PATH (and the extension none of its own). */
 export const NO_SERVER_CHECK: Check = {
-  name: 'with no server on PATH: the error message and its install hint',
+  name: 'with no server on PATH: the install offer, and its install commands',
   async run({ wb }) {
-    const toast = wb.page.locator('.notification-toast', { hasText: 'could not start' });
+    const toast = wb.page.locator('.notification-toast', { hasText: 'memory-ls is not installed. Install it for this extension?' });
     await toast.waitFor({ timeout: 60_000 });
-    const text = await toast.innerText();
-    assert.match(text, /memory-ls was not found on PATH/);
-    assert.match(text, /pipx install memory-ls/);
-    await toast.getByRole('button', { name: 'Copy Install Command' }).click();
-    assert.equal(await wb.clipboard(), 'pipx install memory-ls');
-    assert.match((await wb.page.locator(MEMORY_STATUS).getAttribute('aria-label')) ?? '', /memory-ls is not running/);
+    for (const button of ['Install', 'Show install commands', 'Not now']) {
+      await toast.getByRole('button', { name: button, exact: true }).waitFor();
+    }
+    assert.match((await wb.page.locator(MEMORY_STATUS).getAttribute('aria-label')) ?? '', /memory-ls is not running: memory-ls is not installed/);
+    await toast.getByRole('button', { name: 'Show install commands', exact: true }).click();
+    // The commands, in the Memory output channel.
+    const output = wb.page.locator('.part.panel .view-lines');
+    await output.filter({ hasText: 'pipx install memory-ls' }).waitFor();
+    const text = (await output.innerText()).replace(/\u00a0/g, ' '); // Monaco's no-break spaces
+    assert.match(text, /uv tool install memory-ls/);
+    assert.match(text, /memory-ls model pull/);
   },
 };
