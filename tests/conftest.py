@@ -14,7 +14,20 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "support"))
 
+import pg_util  # noqa: E402
 from lsp_harness import start  # noqa: E402,F401  (the language-server fixture, for all tests)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The folder of the PostgreSQL the whole session shares (tests/support/pg_util.py), made
+    before pytest-xdist starts its workers, which inherit its name; the first test that needs
+    the server starts it."""
+    pg_util.session_begin()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After the last worker: stop and delete that server."""
+    pg_util.session_end()
 
 
 @pytest.fixture(scope="session", autouse=True)

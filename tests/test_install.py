@@ -208,7 +208,10 @@ def _llama_wheel_folders() -> list[Path]:
     if not found and os.environ.get("CI"):
         pytest.fail(f"no llama-cpp-python wheel from install.sh in {build.wheels}")
     if not found:
-        pytest.skip(f"no llama-cpp-python wheel built by install.sh in {build.wheels}")
+        pytest.skip(
+            f"no llama-cpp-python wheel built by install.sh in {build.wheels}: `bash install.sh` "
+            "builds it for this CPU (a few minutes, once)"
+        )
     return found
 
 

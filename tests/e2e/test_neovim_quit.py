@@ -35,7 +35,8 @@ TOKEN_ENV = "MEMORY_LS_TEST_QUIT_TOKEN"
 PROC = Path("/proc")
 
 pytestmark = pytest.mark.skipif(
-    sys.platform == "win32", reason="finds processes by PID with os.kill(pid, 0) or /proc"
+    sys.platform == "win32",
+    reason="finds processes by PID with os.kill(pid, 0) or /proc: run it on Linux or macOS",
 )
 
 

