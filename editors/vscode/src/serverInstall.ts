@@ -86,6 +86,8 @@ class InstallError extends Error {}
 export class ServerInstaller {
   private busy: Promise<boolean> | undefined;
   private pulling = false;
+  /** A pull failed in this session: the next start does not try again (a window reload does). */
+  private pullFailed = false;
 
   constructor(
     /** The extension's global storage folder (undefined: no install of its own, e.g. in tests). */
@@ -232,7 +234,7 @@ export class ServerInstaller {
   wantsModel(): boolean {
     const provider = vscode.workspace.getConfiguration('memory').get<string>('provider', 'auto');
     const record = this.record();
-    return !!record && !record.modelPulled && !this.pulling && (provider === 'auto' || provider === 'local');
+    return !!record && !record.modelPulled && !this.pulling && !this.pullFailed && (provider === 'auto' || provider === 'local');
   }
 
   /**
@@ -254,6 +256,7 @@ export class ServerInstaller {
       }
       return true;
     } catch (error) {
+      this.pullFailed = true;
       this.failed('downloading the model failed; search stays keyword-only', error, 'warning');
       return false;
     } finally {
