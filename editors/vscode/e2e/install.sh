@@ -40,7 +40,9 @@ npm_code_server() {
 }
 
 install_into "$NODE_DIR" npm_node
-install_into "$CODE_SERVER_DIR" npm_code_server
-
 echo "MEMORY_LS_E2E_NODE=$NODE_HOME/bin/node"
+# --node-only: Node 24 alone (tests/integrations/test_openclaw.py runs OpenClaw on it).
+[ "${1:-}" = "--node-only" ] && exit 0
+
+install_into "$CODE_SERVER_DIR" npm_code_server
 echo "MEMORY_LS_E2E_CODE_SERVER=$CODE_SERVER_DIR/node_modules/code-server"

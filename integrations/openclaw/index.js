@@ -1,0 +1,307 @@
+// OpenClaw memory plugin: memory-ls answers the agent's memory_search and memory_get.
+// Plain ESM with JSDoc types, no build step and no import from openclaw: OpenClaw loads it natively.
+// The contract it implements, with the openclaw package files it comes from: NOTES.md.
+import {
+  DEFAULT_TIMEOUT_MS,
+  MemoryLsError,
+  MemoryLsManager,
+  childEnv,
+  resolveOpenClawMemorySettings,
+} from "./memory-ls.js";
+
+const PLUGIN_ID = "memory-ls";
+
+/** memory-core's tool parameter schemas (dist/memory-tool-contract-*.mjs), without the wiki corpus. */
+const MemorySearchSchema = {
+  type: "object",
+  properties: {
+    query: { type: "string" },
+    maxResults: { type: "integer", minimum: 1 },
+    minScore: { type: "number" },
+    corpus: { type: "string", enum: ["memory", "all", "sessions"] },
+  },
+  required: ["query"],
+  additionalProperties: false,
+};
+const MemoryGetSchema = {
+  type: "object",
+  properties: {
+    path: { type: "string" },
+    from: { type: "integer", minimum: 1 },
+    lines: { type: "integer", minimum: 1 },
+  },
+  required: ["path"],
+  additionalProperties: false,
+};
+
+/** @param {unknown} payload OpenClaw's jsonResult (dist/tool-results-*.mjs). */
+function jsonResult(payload) {
+  return { content: [{ type: "text", text: JSON.stringify(payload, null, 2) }], details: payload };
+}
+
+/**
+ * memory-core's degraded answer (dist/tools-*.mjs buildMemorySearchUnavailableResult): no
+ * results, and a reason, a warning and an action the model can pass on.
+ * @param {unknown} error @param {string} [agentId]
+ */
+export function unavailableResult(error, agentId) {
+  const reason = error instanceof Error ? error.message : String(error ?? "memory search unavailable");
+  const timedOut = error instanceof MemoryLsError && error.timedOut;
+  const missing = error instanceof MemoryLsError && error.code === "MEMORY_LS_MISSING";
+  const warning = timedOut
+    ? "Memory search did not finish within its time limit."
+    : missing
+      ? "Memory search is unavailable because memory-ls is not installed where OpenClaw can start it."
+      : "Memory search is unavailable because memory-ls is not answering.";
+  const action = timedOut
+    ? `Retry memory_search after a short wait. If it keeps timing out, run: openclaw status${agentId ? ` (agent ${agentId})` : ""} and memory-ls status -w <workspace>.`
+    : missing
+      ? "Install memory-ls (pip install memory-ls), or set plugins.entries.memory-ls.config.command to its full path, then retry memory_search. To go back to the built-in memory, set plugins.slots.memory to memory-core."
+      : "Check the gateway log for memory-ls, then retry memory_search.";
+  return {
+    results: [],
+    disabled: true,
+    unavailable: true,
+    ...(timedOut ? { timedOut: true } : {}),
+    error: reason,
+    warning,
+    action,
+    debug: { warning, action, error: reason, backend: "memory-ls" },
+  };
+}
+
+/** @param {any} cfg */
+function citationsMode(cfg) {
+  const mode = cfg?.memory?.citations;
+  return mode === "on" || mode === "off" || mode === "auto" ? mode : "auto";
+}
+
+/** memory-core's rule (dist/tools-*.mjs shouldIncludeCitations): auto cites in direct chats. */
+function includeCitations(/** @type {string} */ mode, /** @type {string | undefined} */ sessionKey) {
+  if (mode === "on") return true;
+  if (mode === "off") return false;
+  const rest = typeof sessionKey === "string" ? sessionKey.split(":").slice(2).join(":").toLowerCase() : "";
+  const tokens = new Set(rest.split(":").filter(Boolean));
+  return !(tokens.has("channel") || tokens.has("group"));
+}
+
+/** @param {{startLine: number, endLine: number, path: string}} e */
+function formatCitation(e) {
+  return e.startLine === e.endLine ? `${e.path}#L${e.startLine}` : `${e.path}#L${e.startLine}-L${e.endLine}`;
+}
+
+/**
+ * @param {any} api OpenClaw's plugin API (OpenClawPluginApi)
+ */
+function register(api) {
+  const pluginConfig = api.pluginConfig ?? {};
+  const command = typeof pluginConfig.command === "string" && pluginConfig.command.trim() ? pluginConfig.command.trim() : "memory-ls";
+  const timeoutMs = typeof pluginConfig.timeoutMs === "number" && pluginConfig.timeoutMs > 0 ? pluginConfig.timeoutMs : DEFAULT_TIMEOUT_MS;
+  /** @type {Map<string, {key: string, manager: MemoryLsManager}>} one memory-ls per agent workspace */
+  const managers = new Map();
+
+  const currentConfig = () => api.runtime?.config?.current?.() ?? api.config;
+
+  // OpenClaw loads memory-core beside the slot owner as its "dreaming sidecar" while dreaming is on
+  // (the default; dist/loader-shared-*.mjs resolveAuthorizedDreamingSidecar), and the sidecar
+  // registers memory-core's own memory_search / memory_get first: they win the name conflict and
+  // search the built-in index. Say so once, with the fix.
+  const coreEntry = api.config?.plugins?.entries?.["memory-core"];
+  const shadowed = coreEntry?.enabled !== false && coreEntry?.config?.dreaming?.enabled !== false;
+  if (shadowed) {
+    api.logger?.warn?.(
+      'memory-ls: memory-core stays loaded for dreaming and its memory_search / memory_get shadow memory-ls\'s: set plugins.entries.memory-core.enabled to false (openclaw config set plugins.entries.memory-core.enabled false)',
+    );
+  }
+
+  /** @param {any} cfg @param {string} agentId */
+  function workspaceOf(cfg, agentId) {
+    return api.runtime.agent.resolveAgentWorkspaceDir(cfg, agentId);
+  }
+
+  /** @param {any} cfg @param {string} agentId @returns {MemoryLsManager} */
+  function managerFor(cfg, agentId) {
+    const workspace = workspaceOf(cfg, agentId);
+    const settings = resolveOpenClawMemorySettings(cfg, agentId);
+    const stateDir = api.runtime.state.resolveStateDir();
+    const key = JSON.stringify([workspace, settings, command]);
+    const existing = managers.get(agentId);
+    if (existing && existing.key === key) return existing.manager;
+    if (existing) void existing.manager.close();
+    const env = childEnv({ stateDir, agentId, settings, provider: pluginConfig.provider, model: pluginConfig.model });
+    const manager = new MemoryLsManager({ command, workspace, env, timeoutMs, settings, logger: api.logger });
+    managers.set(agentId, { key, manager });
+    return manager;
+  }
+
+  const runtime = {
+    /** @param {{cfg: any, agentId: string, purpose?: string}} params */
+    async getMemorySearchManager(params) {
+      const started = Date.now();
+      try {
+        const manager = managerFor(params.cfg, params.agentId);
+        manager.shadowedBy = shadowed ? "memory-core (dreaming sidecar): set plugins.entries.memory-core.enabled to false" : undefined;
+        if (params.purpose === "status") await manager.sync();
+        return { manager, debug: { backend: "builtin", purpose: params.purpose ?? "default", managerMs: Date.now() - started } };
+      } catch (error) {
+        return { manager: null, error: error instanceof Error ? error.message : String(error) };
+      }
+    },
+    resolveMemoryBackendConfig() {
+      return { backend: "builtin" };
+    },
+    /** Session hits: only for the agent that owns them, never in a sandbox (memory-core's rule of thumb). */
+    async authorizeSearchHits(/** @type {{sandboxed: boolean, hits: any[]}} */ params) {
+      return params.sandboxed ? params.hits.filter((h) => h.source !== "sessions") : params.hits;
+    },
+    /** @param {{agentId: string}} params */
+    async closeMemorySearchManager(params) {
+      const entry = managers.get(params.agentId);
+      managers.delete(params.agentId);
+      await entry?.manager.close();
+    },
+    async closeAllMemorySearchManagers() {
+      const all = [...managers.values()];
+      managers.clear();
+      await Promise.allSettled(all.map((e) => e.manager.close()));
+    },
+  };
+
+  api.registerMemoryCapability({
+    deterministicRecallToolName: "memory_search",
+    promptBuilder: (/** @type {{availableTools: Set<string>, citationsMode?: string}} */ params) => {
+      if (!params.availableTools.has("memory_search") && !params.availableTools.has("memory_get")) return [];
+      return [
+        "## Memory Recall",
+        "Before answering anything about prior work, decisions, dates, people, preferences, or todos: run memory_search; for memory-file hits, use memory_get to pull only the needed lines. If low confidence after search, say you checked.",
+        "Report partial, unavailable, or stale recall to the user, including returned warning and action guidance.",
+        params.citationsMode === "off"
+          ? "Citations are disabled: do not mention file paths or line numbers in replies unless the user explicitly asks."
+          : "Citations: include Source: <path#line> when it helps the user verify memory snippets.",
+        "",
+      ];
+    },
+    runtime,
+  });
+
+  /** @param {any} ctx */
+  const toolConfig = (ctx) => ctx?.getRuntimeConfig?.() ?? ctx?.runtimeConfig ?? ctx?.config ?? currentConfig();
+
+  api.registerTool(
+    (/** @type {any} */ ctx) => {
+      const cfg0 = toolConfig(ctx);
+      const agentId0 = ctx?.agentId ?? "main";
+      const settings0 = resolveOpenClawMemorySettings(cfg0, agentId0);
+      if (!settings0.enabled) return null;
+      const files = `MEMORY.md, Markdown files recursively under memory/${settings0.extraPaths.length ? ", configured extra paths" : ""}`;
+      const search = settings0.sessions ? `${files}, indexed session transcripts` : files;
+      return {
+        label: "Memory Search",
+        name: "memory_search",
+        description: `Mandatory recall step: search ${search} (memory-ls: keywords and meaning, any language) before answering questions about prior work, decisions, dates, people, preferences, or todos. Each hit carries a citation path#Lstart-Lend; read the cited lines with memory_get before relying on them. \`corpus=memory\` restricts hits to memory files, \`corpus=sessions\` to session transcripts. If the response has disabled=true or unavailable=true, tell the user and include the warning/action guidance.`,
+        parameters: MemorySearchSchema,
+        execute: async (/** @type {string} */ _id, /** @type {any} */ params, /** @type {AbortSignal | undefined} */ signal) => {
+          const cfg = toolConfig(ctx);
+          const agentId = ctx?.agentId ?? "main";
+          try {
+            const query = typeof params?.query === "string" ? params.query.trim() : "";
+            if (!query) return jsonResult({ results: [], error: "query is required" });
+            const corpus = params?.corpus;
+            const sources = corpus === "memory" ? ["memory"] : corpus === "sessions" ? ["sessions"] : undefined;
+            const settings = resolveOpenClawMemorySettings(cfg, agentId);
+            if (corpus === "sessions" && !settings.sessions) {
+              return jsonResult({ ...unavailableResult(new MemoryLsError("Session transcript search is not enabled.")), warning: "Session transcript search is unavailable for this agent.", action: 'Add "sessions" to memory.search.sources and enable memory.search.experimental.sessionMemory.' });
+            }
+            const manager = managerFor(cfg, agentId);
+            const started = Date.now();
+            let hits = await manager.search(query, {
+              maxResults: typeof params?.maxResults === "number" ? params.maxResults : undefined,
+              minScore: typeof params?.minScore === "number" ? params.minScore : undefined,
+              sources,
+              signal,
+            });
+            hits = await runtime.authorizeSearchHits({ sandboxed: ctx?.sandboxed === true, hits });
+            const mode = citationsMode(cfg);
+            const cite = includeCitations(mode, ctx?.sessionKey);
+            const results = hits.map((/** @type {any} */ h) => {
+              const citation = cite ? formatCitation(h) : undefined;
+              return { ...h, corpus: h.source, citation, snippet: cite ? `${String(h.snippet).trimEnd()}\n\nSource: ${citation}` : h.snippet };
+            });
+            const answer = manager.lastSearch ?? {};
+            return jsonResult({
+              results,
+              provider: answer.provider?.id ?? "none",
+              model: answer.provider?.model,
+              ...(answer.fallbackReason ? { fallback: { from: answer.provider?.id ?? "auto", reason: answer.fallbackReason } } : {}),
+              citations: mode,
+              mode: answer.mode === "keyword" ? "keyword-only" : answer.mode,
+              ...(answer.belowMinScore ? { belowMinScore: answer.belowMinScore } : {}),
+              debug: { backend: "memory-ls", searchMs: Date.now() - started, hits: results.length, tookMs: answer.tookMs },
+            });
+          } catch (error) {
+            if (signal?.aborted) throw error;
+            api.logger?.warn?.(`memory-ls: memory_search failed: ${error instanceof Error ? error.message : String(error)}`);
+            return jsonResult(unavailableResult(error, agentId));
+          }
+        },
+      };
+    },
+    { names: ["memory_search"] },
+  );
+
+  api.registerTool(
+    (/** @type {any} */ ctx) => {
+      const cfg0 = toolConfig(ctx);
+      const agentId0 = ctx?.agentId ?? "main";
+      const settings0 = resolveOpenClawMemorySettings(cfg0, agentId0);
+      if (!settings0.enabled) return null;
+      const files = `MEMORY.md, Markdown files recursively under memory/${settings0.extraPaths.length ? ", configured extra paths" : ""}`;
+      return {
+        label: "Memory Get",
+        name: "memory_get",
+        description: `Safe exact excerpt read from ${files}: pass a hit's path (or its citation path#Lstart-Lend) and from/lines. Defaults to a bounded excerpt when lines are omitted and includes truncation/continuation info when more content exists. status=ok means the requested excerpt was read; status=not_found means the file does not exist; status=error means the read failed, not that memory is disabled.`,
+        parameters: MemoryGetSchema,
+        execute: async (/** @type {string} */ _id, /** @type {any} */ params) => {
+          const cfg = toolConfig(ctx);
+          const agentId = ctx?.agentId ?? "main";
+          let relPath = typeof params?.path === "string" ? params.path.trim() : "";
+          let from = typeof params?.from === "number" ? params.from : undefined;
+          let lines = typeof params?.lines === "number" ? params.lines : undefined;
+          const cited = /^(.*)#L(\d+)(?:-L(\d+))?$/.exec(relPath);
+          if (cited) {
+            relPath = cited[1];
+            if (from === undefined) {
+              from = Number(cited[2]);
+              if (lines === undefined) lines = Number(cited[3] ?? cited[2]) - from + 1;
+            }
+          }
+          try {
+            if (!relPath) throw new MemoryLsError("path is required");
+            return jsonResult(await managerFor(cfg, agentId).readFile({ relPath, from, lines }));
+          } catch (error) {
+            return jsonResult({
+              path: relPath,
+              text: "",
+              status: "error",
+              code: error instanceof MemoryLsError ? error.code : "MEMORY_READ_FAILED",
+              error: error instanceof Error ? error.message : String(error),
+            });
+          }
+        },
+      };
+    },
+    { names: ["memory_get"] },
+  );
+
+  api.on?.("gateway_stop", async () => {
+    await runtime.closeAllMemorySearchManagers();
+  });
+}
+
+export default {
+  id: PLUGIN_ID,
+  name: "memory-ls",
+  description: "memory-ls (hybrid keyword + vector search, any language, with citations) as OpenClaw's memory engine",
+  kind: "memory",
+  register,
+};

@@ -1,0 +1,484 @@
+// memory-ls as OpenClaw's memory engine: one `memory-ls mcp -w <workspace>` child per agent
+// workspace, spoken to with MCP JSON-RPC over stdio (one JSON message per line), and a manager
+// answering OpenClaw's MemorySearchManager contract (search, readFile, status, sync, probes,
+// close) from its tools memory_search, memory_get and memory_status. NOTES.md says where each
+// shape comes from in the openclaw package.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+
+export const PROTOCOL_VERSION = "2025-06-18";
+/** memory-core's own read defaults (dist/read-file-*.mjs: DEFAULT_MEMORY_READ_LINES / _MAX_CHARS). */
+export const DEFAULT_READ_LINES = 120;
+export const DEFAULT_READ_MAX_CHARS = 12000;
+/** Under OpenClaw's 15 s tool budget for a whole memory_search, start included. */
+export const DEFAULT_TIMEOUT_MS = 12000;
+/** memory-ls's memory_search takes at most 50 results. */
+const MAX_RESULTS_CAP = 50;
+/** memory-ls's memory_get takes at most 2000 lines. */
+const MAX_LINES_CAP = 2000;
+const PROVIDERS = new Set(["auto", "none", "local", "openai", "openai-compatible", "ollama", "gemini", "voyage", "mistral"]);
+
+/** An error whose message is meant for the model and the operator, never a stack trace. */
+export class MemoryLsError extends Error {
+  /** @param {string} message @param {{code?: string, timedOut?: boolean}} [extra] */
+  constructor(message, extra = {}) {
+    super(message);
+    this.name = "MemoryLsError";
+    this.code = extra.code ?? "MEMORY_LS_UNAVAILABLE";
+    this.timedOut = extra.timedOut === true;
+  }
+}
+
+/**
+ * A `memory-ls mcp` child and its JSON-RPC requests.
+ */
+export class McpChild {
+  /**
+   * @param {{command: string, workspace: string, env?: NodeJS.ProcessEnv, logger?: {warn?: Function, info?: Function}}} opts
+   */
+  constructor(opts) {
+    this.opts = opts;
+    /** @type {import("node:child_process").ChildProcessWithoutNullStreams | null} */
+    this.proc = null;
+    /** @type {Map<number, {resolve: Function, reject: Function}>} */
+    this.pending = new Map();
+    this.nextId = 1;
+    /** @type {Promise<void> | null} */
+    this.ready = null;
+    /** @type {string | null} why the child is gone, once it is */
+    this.dead = null;
+    this.stderrTail = "";
+  }
+
+  /** Starts the child once; resolves after the MCP handshake. */
+  start() {
+    if (this.ready) return this.ready;
+    this.ready = new Promise((resolve, reject) => {
+      const { command, workspace, env } = this.opts;
+      let proc;
+      try {
+        proc = spawn(command, ["mcp", "-w", workspace], { env: env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
+      } catch (error) {
+        this.dead = `cannot start ${command}: ${error instanceof Error ? error.message : String(error)}`;
+        reject(new MemoryLsError(this.dead, { code: "MEMORY_LS_MISSING" }));
+        return;
+      }
+      this.proc = proc;
+      let buffer = "";
+      proc.stdout.setEncoding("utf8");
+      proc.stdout.on("data", (chunk) => {
+        buffer += chunk;
+        let newline;
+        while ((newline = buffer.indexOf("\n")) >= 0) {
+          const line = buffer.slice(0, newline).trim();
+          buffer = buffer.slice(newline + 1);
+          if (line) this.onLine(line);
+        }
+      });
+      proc.stderr.setEncoding("utf8");
+      proc.stderr.on("data", (chunk) => {
+        this.stderrTail = (this.stderrTail + chunk).slice(-2000);
+      });
+      proc.on("error", (error) => {
+        const missing = /** @type {NodeJS.ErrnoException} */ (error).code === "ENOENT";
+        this.fail(
+          missing
+            ? `memory-ls is not installed or not on PATH (${command}): install it (pip install memory-ls) or set plugins.entries.memory-ls.config.command to its full path`
+            : `cannot start ${command}: ${error.message}`,
+          missing ? "MEMORY_LS_MISSING" : "MEMORY_LS_START_FAILED",
+        );
+      });
+      proc.on("exit", (code, signal) => {
+        const last = this.stderrTail.trim().split("\n").at(-1) ?? "";
+        this.fail(`memory-ls exited (${signal ?? `code ${code}`})${last ? `: ${last}` : ""}`, "MEMORY_LS_EXITED");
+      });
+      proc.stdin.on("error", () => {});
+      this.request("initialize", {
+        protocolVersion: PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: { name: "openclaw-memory-ls", version: "0.1.0" },
+      }).then(() => {
+        this.notify("notifications/initialized", {});
+        resolve();
+      }, reject);
+    });
+    this.ready.catch(() => {});
+    return this.ready;
+  }
+
+  /** @param {string} message @param {string} code */
+  fail(message, code) {
+    if (this.dead) return;
+    this.dead = message;
+    const error = new MemoryLsError(message, { code });
+    for (const { reject } of this.pending.values()) reject(error);
+    this.pending.clear();
+  }
+
+  /** @param {string} line */
+  onLine(line) {
+    let message;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      return;
+    }
+    if (typeof message?.id !== "number" || !this.pending.has(message.id)) return;
+    const waiter = this.pending.get(message.id);
+    this.pending.delete(message.id);
+    if (message.error) waiter?.reject(new MemoryLsError(`memory-ls: ${message.error.message ?? "error"}`, { code: "MEMORY_LS_ERROR" }));
+    else waiter?.resolve(message.result);
+  }
+
+  /** @param {string} method @param {unknown} params */
+  notify(method, params) {
+    if (!this.proc || this.dead) return;
+    this.proc.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method, params })}\n`);
+  }
+
+  /** @param {string} method @param {unknown} params @returns {Promise<any>} */
+  request(method, params) {
+    if (this.dead) return Promise.reject(new MemoryLsError(this.dead));
+    if (!this.proc) return Promise.reject(new MemoryLsError("memory-ls is not started"));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.proc?.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
+    });
+  }
+
+  /**
+   * Calls an MCP tool; its structured answer, or a MemoryLsError with the tool's own words.
+   * @param {string} name @param {Record<string, unknown>} args @returns {Promise<any>}
+   */
+  async callTool(name, args) {
+    await this.start();
+    const result = await this.request("tools/call", { name, arguments: args });
+    const text = result?.content?.find?.((/** @type {any} */ c) => c?.type === "text")?.text ?? "";
+    if (result?.isError) throw new MemoryLsError(text || `${name} failed`, { code: "MEMORY_LS_TOOL_ERROR" });
+    if (result?.structuredContent && typeof result.structuredContent === "object") return result.structuredContent;
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new MemoryLsError(`${name}: memory-ls answered something that is not JSON`);
+    }
+  }
+
+  close() {
+    const proc = this.proc;
+    this.fail("memory-ls was stopped", "MEMORY_LS_CLOSED");
+    if (!proc || proc.exitCode !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        proc.kill("SIGKILL");
+        resolve(undefined);
+      }, 2000);
+      timer.unref?.();
+      proc.once("exit", () => {
+        clearTimeout(timer);
+        resolve(undefined);
+      });
+      proc.stdin.end();
+      proc.kill("SIGTERM");
+    });
+  }
+}
+
+/**
+ * Runs `run` under a deadline; a MemoryLsError with timedOut set past it.
+ * @template T @param {number} ms @param {() => Promise<T>} run @param {AbortSignal} [signal]
+ * @returns {Promise<T>}
+ */
+export function withDeadline(ms, run, signal) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new MemoryLsError(`memory-ls did not answer within ${Math.round(ms / 1000)} s`, { code: "MEMORY_LS_TIMEOUT", timedOut: true })), ms);
+    timer.unref?.();
+    const onAbort = () => reject(new MemoryLsError("memory search aborted", { code: "ABORTED" }));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    run().then(resolve, reject).finally(() => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    });
+  });
+}
+
+/**
+ * OpenClaw's memory settings for one agent (memory.search, with agents.list[].memory.search
+ * over it), as memory-core reads them (dist/memory-search-*.mjs, resolveMemorySearchIndexConfig).
+ * @param {any} cfg @param {string} agentId
+ */
+export function resolveOpenClawMemorySettings(cfg, agentId) {
+  const defaults = cfg?.memory?.search ?? {};
+  const agent = (cfg?.agents?.list ?? []).find((/** @type {any} */ a) => a?.id === agentId);
+  const overrides = agent?.memory?.search ?? {};
+  const pick = (/** @type {string} */ key) => overrides[key] ?? defaults[key];
+  const sources = pick("sources");
+  const sessionMemory = overrides.experimental?.sessionMemory ?? defaults.experimental?.sessionMemory ?? false;
+  return {
+    enabled: pick("enabled") ?? true,
+    extraPaths: [...(defaults.extraPaths ?? []), ...(overrides.extraPaths ?? [])]
+      .map((/** @type {any} */ p) => (typeof p === "string" ? p : p?.path))
+      .filter((/** @type {any} */ p) => typeof p === "string" && p.trim()),
+    sessions: Array.isArray(sources) ? sources.includes("sessions") && sessionMemory !== false : false,
+    maxResults: overrides.query?.maxResults ?? defaults.query?.maxResults ?? 6,
+    minScore: overrides.query?.minScore ?? defaults.query?.minScore ?? 0.35,
+    provider: pick("provider"),
+    model: pick("model"),
+  };
+}
+
+/** @param {string} s */
+const tomlString = (s) => JSON.stringify(s);
+
+/**
+ * The memory-ls config.toml the child reads (through XDG_CONFIG_HOME) for the settings that
+ * map: extraPaths, sessions (OpenClaw's transcript folder as a sessions root), provider/model.
+ * The user's own ~/.config/memory-ls/config.toml comes after our top-level keys, and wins where
+ * it sets the same key (we then leave ours out). Returns null when nothing maps.
+ * @param {{extraPaths: string[], sessions: boolean, provider?: string, model?: string, sessionsDir: string, userConfigText: string}} p
+ */
+export function buildMemoryLsConfig(p) {
+  const userTop = p.userConfigText.split(/\r?\n/);
+  const headerAt = userTop.findIndex((line) => /^\s*\[/.test(line));
+  const userKeys = new Set(
+    (headerAt < 0 ? userTop : userTop.slice(0, headerAt))
+      .map((line) => /^\s*([A-Za-z0-9_]+)\s*=/.exec(line)?.[1])
+      .filter(Boolean),
+  );
+  const lines = ["# Written by the OpenClaw memory-ls plugin from OpenClaw's memory.search settings."];
+  if (p.extraPaths.length && !userKeys.has("extraPaths")) lines.push(`extraPaths = [${p.extraPaths.map(tomlString).join(", ")}]`);
+  if (p.sessions && !userKeys.has("sources")) lines.push(`sources = ["memory", "sessions"]`);
+  const provider = typeof p.provider === "string" ? p.provider.trim() : "";
+  if (provider && PROVIDERS.has(provider) && !userKeys.has("provider")) lines.push(`provider = ${tomlString(provider)}`);
+  if (typeof p.model === "string" && p.model.trim() && !userKeys.has("model")) lines.push(`model = ${tomlString(p.model.trim())}`);
+  const tail = [];
+  if (p.sessions) tail.push("", "[[sessions.roots]]", `path = ${tomlString(p.sessionsDir)}`, `globs = ["*.jsonl"]`, `name = "openclaw"`);
+  if (lines.length === 1 && tail.length === 0) return null;
+  return [...lines, "", p.userConfigText.trimEnd(), ...tail, ""].join("\n");
+}
+
+/**
+ * A memory-ls hit as OpenClaw's MemorySearchResult (packages/memory-host-sdk/src/host/types.ts).
+ * @param {any} hit
+ */
+export function toOpenClawResult(hit) {
+  /** @type {Record<string, unknown>} */
+  const out = {
+    path: String(hit.path),
+    startLine: Number(hit.startLine),
+    endLine: Number(hit.endLine),
+    score: Number(hit.score),
+    snippet: String(hit.snippet ?? ""),
+    source: hit.source === "sessions" ? "sessions" : "memory",
+    citation: hit.citation,
+  };
+  if (typeof hit.vectorScore === "number") out.vectorScore = hit.vectorScore;
+  if (typeof hit.textScore === "number") out.textScore = hit.textScore;
+  return out;
+}
+
+/**
+ * memory_get's answer as OpenClaw's MemoryReadResult, cut as memory-core cuts it
+ * (dist/read-file-*.mjs buildMemoryReadResultFromSlice): whole lines up to 12,000 characters,
+ * then `truncated` and `nextFrom` with the continuation notice.
+ * @param {any} got @param {string} relPath @param {number} from @param {boolean} moreLines
+ */
+export function toOpenClawRead(got, relPath, from, moreLines) {
+  const lines = String(got.text ?? "").split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  let included = 0;
+  let chars = 0;
+  for (const line of lines) {
+    const next = chars + line.length + (included > 0 ? 1 : 0);
+    if (included > 0 && next > DEFAULT_READ_MAX_CHARS) break;
+    included += 1;
+    chars = next;
+  }
+  const hard = chars > DEFAULT_READ_MAX_CHARS;
+  let text = lines.slice(0, included).join("\n").slice(0, DEFAULT_READ_MAX_CHARS);
+  const cut = hard || included < lines.length;
+  const truncated = cut || moreLines;
+  const nextFrom = !hard && (moreLines || included < lines.length) ? from + included : undefined;
+  if (truncated && text) {
+    text += nextFrom !== undefined ? `\n\n[More content available. Use from=${nextFrom} to continue.]` : "\n\n[More content available. Requested excerpt exceeded the default maxChars budget.]";
+  }
+  return {
+    status: "ok",
+    text,
+    path: String(got.path ?? relPath),
+    from,
+    lines: included,
+    ...(truncated ? { truncated: true } : {}),
+    ...(nextFrom !== undefined ? { nextFrom } : {}),
+  };
+}
+
+/**
+ * OpenClaw's MemorySearchManager over one memory-ls child.
+ */
+export class MemoryLsManager {
+  /**
+   * @param {{command: string, workspace: string, env: NodeJS.ProcessEnv, timeoutMs: number,
+   *   settings: ReturnType<typeof resolveOpenClawMemorySettings>, logger?: any}} opts
+   */
+  constructor(opts) {
+    this.opts = opts;
+    this.child = new McpChild({ command: opts.command, workspace: opts.workspace, env: opts.env, logger: opts.logger });
+    /** @type {any} */
+    this.lastStatus = null;
+    /** @type {string | null} */
+    this.lastError = null;
+    /** @type {string | undefined} set when memory-core's tools shadow ours */
+    this.shadowedBy = undefined;
+    /** @type {any} the last memory_search answer (mode, provider, fallbackReason) */
+    this.lastSearch = null;
+  }
+
+  /** Restarts a child that died (memory-ls upgraded, killed); keeps one that runs. */
+  ensureChild() {
+    if (this.child.dead && this.child.ready) {
+      this.child = new McpChild({ command: this.opts.command, workspace: this.opts.workspace, env: this.opts.env, logger: this.opts.logger });
+    }
+    return this.child;
+  }
+
+  /** @template T @param {() => Promise<T>} run @param {AbortSignal} [signal] @returns {Promise<T>} */
+  async guarded(run, signal) {
+    try {
+      const out = await withDeadline(this.opts.timeoutMs, run, signal);
+      this.lastError = null;
+      return out;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.lastError = message;
+      // A child that did not answer in time is stopped: the next call starts a fresh one
+      // rather than queueing behind a stuck request.
+      if (error instanceof MemoryLsError && error.timedOut) void this.child.close();
+      if (error instanceof MemoryLsError) throw error;
+      throw new MemoryLsError(message);
+    }
+  }
+
+  /**
+   * @param {string} query
+   * @param {{maxResults?: number, minScore?: number, sources?: string[], signal?: AbortSignal}} [opts]
+   */
+  async search(query, opts = {}) {
+    const args = /** @type {Record<string, unknown>} */ ({ query });
+    const max = opts.maxResults ?? this.opts.settings.maxResults;
+    if (typeof max === "number" && max > 0) args.maxResults = Math.min(MAX_RESULTS_CAP, Math.floor(max));
+    const minScore = opts.minScore ?? this.opts.settings.minScore;
+    if (typeof minScore === "number" && Number.isFinite(minScore)) args.minScore = Math.min(1, Math.max(0, minScore));
+    if (Array.isArray(opts.sources) && opts.sources.length) args.sources = opts.sources;
+    const answer = await this.guarded(() => this.ensureChild().callTool("memory_search", args), opts.signal);
+    this.lastSearch = answer;
+    return (answer.results ?? []).map(toOpenClawResult);
+  }
+
+  /** @param {{relPath: string, from?: number, lines?: number}} params */
+  async readFile(params) {
+    const from = params.from && params.from > 0 ? Math.floor(params.from) : 1;
+    const want = params.lines && params.lines > 0 ? Math.floor(params.lines) : DEFAULT_READ_LINES;
+    const ask = Math.min(MAX_LINES_CAP, want + 1);
+    try {
+      const got = await this.guarded(() => this.ensureChild().callTool("memory_get", { path: params.relPath, from, lines: ask }));
+      const text = String(got.text ?? "");
+      const lines = text.split("\n");
+      if (lines.at(-1) === "") lines.pop();
+      const moreLines = lines.length > want || (typeof got.totalLines === "number" && from - 1 + Math.min(lines.length, want) < got.totalLines);
+      return toOpenClawRead({ ...got, text: lines.slice(0, want).join("\n") }, params.relPath, from, moreLines);
+    } catch (error) {
+      if (error instanceof MemoryLsError && error.code === "MEMORY_LS_TOOL_ERROR" && /no such file|does not exist/.test(error.message)) {
+        return { status: "not_found", text: "", path: params.relPath };
+      }
+      throw error;
+    }
+  }
+
+  /** Refreshes the status OpenClaw reads synchronously; memory-ls syncs before each search. */
+  async sync() {
+    try {
+      this.lastStatus = await this.guarded(() => this.ensureChild().callTool("memory_status", {}));
+    } catch {
+      /* status() reports lastError */
+    }
+  }
+
+  /** OpenClaw's MemoryProviderStatus (status() is synchronous: the last memory_status seen). */
+  status() {
+    const s = this.lastStatus;
+    const custom = {
+      engine: "memory-ls",
+      command: this.opts.command,
+      ...(s ? { mode: s.mode, providerReason: s.providerReason ?? undefined, indexPath: s.indexPath, pendingEmbeddings: s.pendingEmbeddings, settingsProblems: s.settingsProblems ?? [], rootProblems: s.rootProblems ?? [], lastSync: s.lastSync ?? null } : {}),
+      ...(this.lastError ? { error: this.lastError } : {}),
+      ...(this.shadowedBy ? { toolsShadowedBy: this.shadowedBy } : {}),
+    };
+    const bySource = s?.chunksBySource ?? {};
+    return {
+      backend: "builtin",
+      provider: s?.provider?.id ?? "none",
+      ...(s?.provider?.model ? { model: s.provider.model } : {}),
+      requestedProvider: this.opts.settings.provider ?? "auto",
+      ...(s ? { files: s.files, chunks: s.chunks, dirty: Boolean(s.dirty) } : {}),
+      ...(this.lastError ? { lastSyncError: this.lastError } : {}),
+      workspaceDir: this.opts.workspace,
+      ...(s?.indexPath ? { dbPath: s.indexPath } : {}),
+      extraPaths: this.opts.settings.extraPaths,
+      sources: this.opts.settings.sessions ? ["memory", "sessions"] : ["memory"],
+      sourceCounts: Object.entries(bySource).map(([source, chunks]) => ({ source, files: source === "memory" ? (s?.files ?? 0) : 0, chunks })),
+      fts: { enabled: true, available: s ? Boolean(s.fts) : false },
+      ...(s?.mode === "keyword" ? { fallback: { from: this.opts.settings.provider ?? "auto", reason: s.providerReason ?? s.fallbackReason ?? "keyword-only" } } : {}),
+      vector: { enabled: true, available: s?.mode === "hybrid", ...(s?.provider?.dims ? { dims: s.provider.dims } : {}) },
+      custom: { memoryLs: custom },
+    };
+  }
+
+  async probeEmbeddingAvailability() {
+    await this.sync();
+    const s = this.lastStatus;
+    if (!s) return { ok: false, error: this.lastError ?? "memory-ls is not answering" };
+    return s.mode === "hybrid" ? { ok: true } : { ok: false, error: s.providerReason ?? "keyword-only" };
+  }
+
+  async probeVectorAvailability() {
+    await this.sync();
+    return this.lastStatus?.mode === "hybrid";
+  }
+
+  close() {
+    return this.child.close();
+  }
+}
+
+/**
+ * The environment of a child: the gateway's, with XDG_CONFIG_HOME pointing at a generated
+ * config.toml when OpenClaw's settings map onto memory-ls's.
+ * @param {{stateDir: string, agentId: string, settings: ReturnType<typeof resolveOpenClawMemorySettings>, provider?: string, model?: string}} p
+ */
+export function childEnv(p) {
+  const env = { ...process.env };
+  const home = process.env.HOME ?? "";
+  const userConfigPath = path.join(process.env.XDG_CONFIG_HOME || path.join(home, ".config"), "memory-ls", "config.toml");
+  let userConfigText = "";
+  try {
+    userConfigText = fs.readFileSync(userConfigPath, "utf8");
+  } catch {
+    /* none */
+  }
+  const text = buildMemoryLsConfig({
+    extraPaths: p.settings.extraPaths,
+    sessions: p.settings.sessions,
+    provider: p.provider ?? p.settings.provider,
+    model: p.model ?? p.settings.model,
+    sessionsDir: path.join(p.stateDir, "agents", p.agentId, "sessions"),
+    userConfigText,
+  });
+  if (text === null) return env;
+  const dir = path.join(p.stateDir, "memory-ls", p.agentId.replace(/[^A-Za-z0-9_.-]/g, "_"));
+  fs.mkdirSync(path.join(dir, "memory-ls"), { recursive: true });
+  fs.writeFileSync(path.join(dir, "memory-ls", "config.toml"), text);
+  env.XDG_CONFIG_HOME = dir;
+  return env;
+}

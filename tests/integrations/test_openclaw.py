@@ -1,0 +1,359 @@
+"""The OpenClaw memory plugin (integrations/openclaw) in the real OpenClaw, without a chat model.
+
+OpenClaw ``2026.9.6`` (the version integrations/openclaw/NOTES.md was read from) is installed from
+npm into ``~/.cache/memory-ls-openclaw`` (``$MEMORY_LS_OPENCLAW_CACHE``), outside the clone, and run
+on the Node 24 of ``editors/vscode/e2e/install.sh --node-only`` (OpenClaw needs Node >= 24.16). A
+temporary OpenClaw home gets the plugin with ``openclaw plugins install <folder>`` (which selects
+``plugins.slots.memory``), the workspace in OpenClaw's layout (``MEMORY.md``,
+``memory/YYYY-MM-DD.md``) and ``plugins.entries.memory-core.enabled: false`` (the guide's one
+setting). Then OpenClaw's own code runs:
+
+- ``openclaw status --json --all``: the memory status OpenClaw prints, through the slot;
+- ``openclaw_drive.mjs``: the agent tools as OpenClaw's plugin loader and tool resolver assemble
+  them for a run, and the slot's manager as its memory host resolves it: English and Chinese
+  searches, ``memory_get`` of the cited range, a note written after start found by a later search;
+- the same with ``memory-ls`` off ``PATH``, and with a ``memory-ls`` that never answers: an empty
+  result with the reason, quickly, and no traceback.
+
+The memory-ls is this Python's. Without npm or the registry the tests skip saying how to get
+them; under ``CI`` they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from repo_root import REPO
+
+OPENCLAW_VERSION = "2026.9.6"
+PLUGIN = REPO / "integrations" / "openclaw"
+DRIVER = Path(__file__).with_name("openclaw_drive.mjs")
+INSTALL_SH = REPO / "editors" / "vscode" / "e2e" / "install.sh"
+MEMORY_LS = Path(sys.executable).parent / "memory-ls"
+HOW = (
+    "needs npm and the npm registry: Node 24 comes from editors/vscode/e2e/install.sh --node-only, "
+    f"openclaw@{OPENCLAW_VERSION} from npm into ~/.cache/memory-ls-openclaw"
+)
+
+
+def _missing(why: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"OpenClaw test in CI: {why}")
+    pytest.skip(f"{why} ({HOW})")
+
+
+def _node24() -> Path:
+    if shutil.which("npm") is None:
+        _missing("npm is not on PATH")
+    try:
+        out = subprocess.run(
+            ["bash", str(INSTALL_SH), "--node-only"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        ).stdout
+    except (subprocess.SubprocessError, OSError) as error:
+        _missing(f"install.sh --node-only failed: {error}")
+    for line in out.splitlines():
+        if line.startswith("MEMORY_LS_E2E_NODE="):
+            return Path(line.split("=", 1)[1])
+    _missing("install.sh printed no MEMORY_LS_E2E_NODE")
+    raise AssertionError  # unreachable
+
+
+def _openclaw(node_bin: Path) -> Path:
+    """The openclaw package, installed once into the cache (a temp folder renamed at the end)."""
+    cache = Path(
+        os.environ.get("MEMORY_LS_OPENCLAW_CACHE") or Path.home() / ".cache" / "memory-ls-openclaw"
+    )
+    dest = cache / f"openclaw-{OPENCLAW_VERSION}"
+    package = dest / "node_modules" / "openclaw"
+    if (dest / ".complete").exists():
+        return package
+    tmp = cache / f"openclaw-{OPENCLAW_VERSION}.tmp.{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    env = {**os.environ, "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("npm_config_user_agent", None)
+    started = time.monotonic()
+    try:
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(tmp),
+                "--no-audit",
+                "--no-fund",
+                f"openclaw@{OPENCLAW_VERSION}",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=True,
+        )
+    except (subprocess.SubprocessError, OSError) as error:
+        shutil.rmtree(tmp, ignore_errors=True)
+        _missing(
+            f"npm install openclaw@{OPENCLAW_VERSION} failed: "
+            f"{getattr(error, 'stderr', '') or error}"
+        )
+    (tmp / ".complete").write_text(f"{time.monotonic() - started:.1f}s\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return package
+
+
+WORKSPACE = {
+    "MEMORY.md": "# Memory\n\n## Decisions\n\n"
+    "- We chose PostgreSQL for the payments ledger because of its row locks.\n"
+    "- The staging cluster runs in Frankfurt.\n",
+    "memory/2026-07-01.md": "# 2026-07-01\n\n会议决定：下周三发布新版本，由王芳负责回滚预案。\n\n"
+    "Also: the design review moved to Thursday.\n",
+    "memory/2026-07-02.md": "# 2026-07-02\n\n"
+    "Invoice export was slow: the nightly job scanned every row.\n",
+}
+
+
+class OpenClaw:
+    """A temporary OpenClaw home with the plugin installed and the slot selected."""
+
+    def __init__(self, root: Path, node: Path, package: Path) -> None:
+        self.root = root
+        self.node = node
+        self.package = package
+        self.home = root / "home"
+        self.workspace = root / "workspace"
+        self.config_path = self.home / ".openclaw" / "openclaw.json"
+        self.home.mkdir(parents=True)
+        for rel, text in WORKSPACE.items():
+            (self.workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self.workspace / rel).write_text(text, encoding="utf-8")
+
+    def env(self, *, with_memory_ls: bool = True) -> dict[str, str]:
+        path = (
+            [str(self.node.parent)]
+            + ([str(MEMORY_LS.parent)] if with_memory_ls else [])
+            + ["/usr/bin", "/bin"]
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "npm_"))}
+        env.update(
+            PATH=os.pathsep.join(path),
+            OPENCLAW_HOME=str(self.home),
+            XDG_CACHE_HOME=str(self.root / "xdg-cache"),
+            XDG_CONFIG_HOME=str(self.root / "xdg-config"),
+            NO_COLOR="1",
+        )
+        for key in ("OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY", "MISTRAL_API_KEY"):
+            env.pop(key, None)
+        return env
+
+    def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(self.node), str(self.package / "openclaw.mjs"), *args],
+            cwd=self.root,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def configure(self, plugin_config: dict[str, object] | None = None) -> None:
+        config = json.loads(self.config_path.read_text())
+        config.setdefault("agents", {}).setdefault("defaults", {})["workspace"] = str(
+            self.workspace
+        )
+        entries = config["plugins"]["entries"]
+        entries["memory-core"] = {"enabled": False}
+        entries["memory-ls"] = {
+            "enabled": True,
+            **({"config": plugin_config} if plugin_config else {}),
+        }
+        self.config_path.write_text(json.dumps(config, indent=2))
+
+    def drive(
+        self, steps: list[dict[str, object]], *, with_memory_ls: bool = True, timeout: float = 90
+    ) -> dict:
+        steps_file = self.root / f"steps-{time.monotonic_ns()}.json"
+        steps_file.write_text(json.dumps(steps, ensure_ascii=False), encoding="utf-8")
+        proc = subprocess.run(
+            [str(self.node), str(DRIVER), str(self.package), str(steps_file)],
+            cwd=self.root,
+            env=self.env(with_memory_ls=with_memory_ls),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def openclaw(tmp_path_factory: pytest.TempPathFactory) -> OpenClaw:
+    assert MEMORY_LS.exists(), f"no memory-ls beside {sys.executable}: pip install -e ."
+    node = _node24()
+    package = _openclaw(node.parent)
+    oc = OpenClaw(tmp_path_factory.mktemp("openclaw"), node, package)
+    installed = oc.cli("plugins", "install", str(PLUGIN), "--force", "--accept-capabilities")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    config = json.loads(oc.config_path.read_text())
+    assert config["plugins"]["slots"]["memory"] == "memory-ls", config
+    oc.configure()
+    return oc
+
+
+def _step(answer: dict, index: int) -> dict:
+    step = answer["steps"][index]
+    assert step["ok"], step
+    return step
+
+
+def test_tools_answer_from_memory_ls(openclaw: OpenClaw) -> None:
+    new_note = openclaw.workspace / "memory" / "2026-07-03.md"
+    answer = openclaw.drive(
+        [
+            {
+                "op": "tool",
+                "name": "memory_search",
+                "params": {"query": "which database for the payments ledger"},
+            },
+            {"op": "tool", "name": "memory_get", "params": {"path": "$cited"}},
+            {"op": "tool", "name": "memory_search", "params": {"query": "什么时候发布新版本"}},
+            {
+                "op": "tool",
+                "name": "memory_get",
+                "params": {"path": "memory/2026-07-01.md", "from": 3, "lines": 1},
+            },
+            {"op": "tool", "name": "memory_get", "params": {"path": "memory/nope.md"}},
+            {
+                "op": "write",
+                "path": str(new_note),
+                "text": "# 2026-07-03\n\nThe zeppelin hangar lease renews in March.\n",
+            },
+            {
+                "op": "until",
+                "query": "zeppelin hangar lease",
+                "path": "memory/2026-07-03.md",
+                "withinMs": 5000,
+            },
+            {"op": "manager", "method": "search", "query": "Frankfurt staging cluster"},
+        ]
+    )
+    tools = {t["name"]: t for t in answer["tools"]}
+    # The slot owner's tools, with memory-core's names and parameters (memory-core is off).
+    assert {"memory_search", "memory_get"} <= tools.keys()
+    assert tools["memory_search"]["parameters"]["required"] == ["query"]
+    assert "memory-ls" in tools["memory_search"]["description"]
+    assert tools["memory_get"]["parameters"]["required"] == ["path"]
+
+    english = _step(answer, 0)["result"]["details"]
+    top = english["results"][0]
+    assert top["path"] == "MEMORY.md" and top["source"] == "memory" and top["corpus"] == "memory"
+    assert top["citation"].startswith("MEMORY.md#L") and top["snippet"].endswith(
+        f"Source: {top['citation']}"
+    )
+    assert "PostgreSQL" in top["snippet"]
+    assert english["citations"] == "auto" and english["debug"]["backend"] == "memory-ls"
+
+    cited = _step(answer, 1)["result"]["details"]
+    assert cited["status"] == "ok" and cited["path"] == "MEMORY.md", cited
+    assert "PostgreSQL for the payments ledger" in cited["text"]
+    assert cited["from"] == top["startLine"]
+
+    chinese = _step(answer, 2)["result"]["details"]["results"]
+    assert chinese and chinese[0]["path"] == "memory/2026-07-01.md", chinese
+
+    line = _step(answer, 3)["result"]["details"]
+    # Cut as memory-core cuts a read (dist/read-file-*.mjs): more lines follow, so nextFrom.
+    assert line == {
+        "status": "ok",
+        "text": "会议决定：下周三发布新版本，由王芳负责回滚预案。\n\n"
+        "[More content available. Use from=4 to continue.]",
+        "path": "memory/2026-07-01.md",
+        "from": 3,
+        "lines": 1,
+        "truncated": True,
+        "nextFrom": 4,
+    }
+    assert _step(answer, 4)["result"]["details"] == {
+        "status": "not_found",
+        "text": "",
+        "path": "memory/nope.md",
+    }
+
+    # memory-ls syncs before a search at most once a second: the note is found within that.
+    later = _step(answer, 6)
+    assert later["result"]["found"], later
+    assert later["ms"] < 5000
+
+    # The manager OpenClaw's memory host resolves for the slot (status, gateway memory.search).
+    hits = _step(answer, 7)["result"]
+    assert (
+        hits[0]["path"] == "MEMORY.md"
+        and {"startLine", "endLine", "score", "snippet", "source"} <= hits[0].keys()
+    )
+
+
+def test_openclaw_status_shows_memory_ls(openclaw: OpenClaw) -> None:
+    proc = openclaw.cli("status", "--json", "--all")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    memory = json.loads(proc.stdout)["memory"]
+    assert memory["workspaceDir"] == str(openclaw.workspace)
+    assert memory["files"] >= 3 and memory["chunks"] >= 3
+    ls = memory["custom"]["memoryLs"]
+    assert ls["engine"] == "memory-ls" and ls["mode"] in ("keyword", "hybrid")
+    assert ls["settingsProblems"] == []
+    if ls["mode"] == "keyword":
+        assert memory["fallback"]["reason"], memory
+
+
+def test_memory_ls_missing_gives_a_reason(openclaw: OpenClaw) -> None:
+    off_path = os.pathsep.join([str(openclaw.node.parent), "/usr/bin", "/bin"])
+    assert shutil.which("memory-ls", path=off_path) is None, (
+        "a memory-ls outside the venv is on the test PATH"
+    )
+    answer = openclaw.drive(
+        [
+            {"op": "tool", "name": "memory_search", "params": {"query": "payments ledger"}},
+            {"op": "tool", "name": "memory_get", "params": {"path": "MEMORY.md"}},
+            {"op": "manager", "method": "status", "purpose": "status"},
+        ],
+        with_memory_ls=False,
+    )
+    search = _step(answer, 0)
+    details = search["result"]["details"]
+    assert details["results"] == [] and details["unavailable"] is True
+    assert "memory-ls is not installed" in details["error"] and details["action"]
+    assert "Traceback" not in search["result"]["text"] and "    at " not in search["result"]["text"]
+    assert search["ms"] < 5000
+    got = _step(answer, 1)["result"]["details"]
+    assert got["status"] == "error" and got["code"] == "MEMORY_LS_MISSING"
+    status = _step(answer, 2)["result"]
+    assert "not installed" in status["custom"]["memoryLs"]["error"]
+
+
+def test_memory_ls_that_never_answers_times_out(openclaw: OpenClaw, tmp_path: Path) -> None:
+    stuck = tmp_path / "memory-ls"
+    stuck.write_text("#!/bin/sh\nexec sleep 30\n")
+    stuck.chmod(0o755)
+    openclaw.configure({"command": str(stuck), "timeoutMs": 1500})
+    try:
+        answer = openclaw.drive(
+            [{"op": "tool", "name": "memory_search", "params": {"query": "payments ledger"}}]
+        )
+    finally:
+        openclaw.configure()
+    step = _step(answer, 0)
+    details = step["result"]["details"]
+    assert details["results"] == [] and details["timedOut"] is True, details
+    assert "did not answer within" in details["error"]
+    assert step["ms"] < 5000
