@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from ..embeddings.base import EmbeddingProvider
-from ..hygiene import Finding, check_draft, check_index
+from ..hygiene import Checker, Finding, check_draft, check_index, severities
 from ..index.sync import Progress, SyncReport
 from ..rerank import Reranker
 from ..search.citations import citation_problem, parse_citation
@@ -93,6 +93,7 @@ class MemoryEngine:
         self._remember_folder()
         self.rerank = RerankPolicy(self.settings, reranker)  # never raises
         self.route = self._route()  # chosen once: the engine never asks again
+        self.checker = Checker()  # the memory checks' cache: files re-read when they change
         self.searcher = Searcher(self.indexer, self.policy, self.rerank, self.route)
 
     def _route(self) -> Route:
@@ -273,10 +274,16 @@ class MemoryEngine:
             return any(p.startswith(prefix) for p in r.file_states())
 
     # -- hygiene ----------------------------------------------------------------------------
-    def check(self, today: date | None = None) -> list[Finding]:
-        """The memory checks (``hygiene/``) over the memory files as the index holds them."""
+    def check(self, today: date | None = None, vectors: bool = False) -> list[Finding]:
+        """The memory checks (``hygiene/``) over the memory files as the index holds them;
+        only the files changed since the last check are read again. ``vectors``: ask the
+        line vectors again about close pairs that had none (after embedding)."""
         with self.indexer.reader() as r:
-            return check_index(r, self.settings.hygiene, today)
+            if vectors:
+                return self.checker.check(
+                    r, severities(self.settings.hygiene), today or date.today(), True
+                )
+            return check_index(r, self.settings.hygiene, today, self.checker)
 
     def check_draft(
         self, text: str, path: str | None = None, today: date | None = None
@@ -289,7 +296,7 @@ class MemoryEngine:
         if found is None or found.source != "memory":
             raise PathError(f"{path}: not a memory file of this workspace (MEMORY.md, memory/)")
         with self.indexer.reader() as r:
-            return rel, check_draft(r, self.settings.hygiene, text, rel, day)
+            return rel, check_draft(r, self.settings.hygiene, text, rel, day, self.checker)
 
     def status(self) -> dict[str, Any]:
         ix = self.indexer

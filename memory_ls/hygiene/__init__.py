@@ -5,10 +5,12 @@ code and a severity the settings choose: ``duplicate``, ``load-cap``, ``expired`
 changes how a file is indexed."""
 
 from .findings import CODES, SEVERITY_RANK, Finding, Related, at_or_above
+from .incremental import Checker
 from .run import check_draft, check_index, severities
 
 __all__ = [
     "CODES",
+    "Checker",
     "SEVERITY_RANK",
     "Finding",
     "Related",

@@ -54,18 +54,27 @@ def draft_doc(path: str, text: str) -> Doc:
     return Doc(path, text.splitlines(), len(text.encode("utf-8", "surrogatepass")), draft=True)
 
 
-def load_docs(store: IndexBackend, leave_out: str | None = None) -> list[Doc]:
-    """Every memory file the index holds (not transcripts), but ``leave_out``, by path."""
-    ids = store.chunks_in(Scope(sources=MEMORY), ALL_CHUNKS) or []
+def load_docs(
+    store: IndexBackend, leave_out: str | None = None, paths: Iterable[str] | None = None
+) -> list[Doc]:
+    """Every memory file the index holds (not transcripts), but ``leave_out``, by path;
+    ``paths``: those files only (the ones that changed since the last check)."""
+    if paths is None:
+        ids = store.chunks_in(Scope(sources=MEMORY), ALL_CHUNKS) or []
+    else:
+        ids = []
+        for p in paths:
+            ids += store.chunks_in(Scope(sources=MEMORY, prefixes=(p,)), ALL_CHUNKS) or []
     rows = store.chunks_by_ids(ids)
-    states = store.file_states()
+    wanted = None if paths is None else set(paths)
+    states = store.file_states(wanted)
     per: dict[str, dict[int, str]] = {}
     where: dict[str, dict[int, tuple[int, int]]] = {}
     alone: dict[str, set[int]] = {}  # lines that are a chunk on their own
     cut: dict[str, set[int]] = {}
     for cid in sorted(rows):
         r = rows[cid]
-        if r.path == leave_out:
+        if r.path == leave_out or (wanted is not None and r.path not in wanted):
             continue
         got = per.setdefault(r.path, {})
         at = where.setdefault(r.path, {})

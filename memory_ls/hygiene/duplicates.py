@@ -1,6 +1,6 @@
 """``duplicate``: a passage that says what an earlier passage already says.
 
-Cheap first. Candidate pairs come from keys two passages share (``candidates``): their 5-word
+Cheap first. Candidate pairs come from keys two passages share (``keys``): their 5-word
 shingles and pairs of their rarest words, found by sorting the keys of every passage at once
 (a key held by more than ``MAX_GROUP`` passages is too common to point at a copy). Each pair is
 then judged on its words (``judge``): the same words, most of the later one's shingles in the
@@ -11,22 +11,18 @@ one is negated is never a duplicate, however close its words: "search runs Postg
 not repeat "billing runs Postgres 14".
 
 The finding sits on the later copy (``Doc.order``) and points at the earlier one; adjacent
-copies of one passage become one finding.
+copies of one passage become one finding. Which pairs are judged, and the best match of each
+passage, is kept up to date file by file in ``incremental.py``.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 
-import numpy as np
-
-from .corpus import Doc, LineVectors
 from .findings import DUPLICATE, Finding, Related
-from .passages import Passage, passages
+from .passages import Passage
 
 SHINGLE = 5
 RARE = 5  # a passage's rarest words, whose pairs are its keys
@@ -39,58 +35,21 @@ COSINE = 0.8  # line vectors' cosine that confirms a close pair
 RANK = {"verbatim": 0, "near": 1, "paraphrase": 2}
 
 
-@dataclass(frozen=True)
-class Match:
-    later: int  # passage numbers, in order
-    earlier: int
-    how: str  # verbatim | near | paraphrase
-
-
-def _keys(p: Passage, df: Counter[str]) -> Iterator[int]:
+def keys(p: Passage, df: Mapping[str, int]) -> Iterator[int]:
     yield hash(p.words)
     for i in range(len(p.words) - SHINGLE + 1):
         yield hash(p.words[i : i + SHINGLE])
-    rare = sorted(p.stems, key=lambda w: (df[w], w))[:RARE]
+    rare = sorted(p.stems, key=lambda w: (df.get(w, 0), w))[:RARE]
     for a, b in itertools.combinations(sorted(rare), 2):
         yield hash((a, b))
 
 
-def candidates(
-    ps: list[Passage], df: Counter[str], later: set[int] | None = None
-) -> set[tuple[int, int]]:
-    """(earlier, later) pairs of passages that share a key; ``later``: only pairs whose later
-    passage is one of these (a draft's)."""
-    keys: list[int] = []
-    owners: list[int] = []
-    for n, p in enumerate(ps):
-        ks = set(_keys(p, df))
-        keys += ks
-        owners += [n] * len(ks)
-    k = np.array(keys, dtype=np.int64)
-    o = np.array(owners, dtype=np.int64)
-    order = np.argsort(k, kind="stable")
-    k, o = k[order], o[order]
-    bounds = np.flatnonzero(np.diff(k)) + 1
-    starts = np.concatenate(([0], bounds))
-    ends = np.concatenate((bounds, [len(k)]))
-    pairs: set[tuple[int, int]] = set()
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        if not 2 <= e - s <= MAX_GROUP:
-            continue
-        members = sorted(set(o[s:e].tolist()))
-        if later is None:
-            pairs.update(itertools.combinations(members, 2))
-        else:
-            pairs.update((a, b) for b in members if b in later for a in members if a < b)
-    return pairs
-
-
 class Weights:
-    def __init__(self, df: Counter[str], n: int):
+    def __init__(self, df: Mapping[str, int], n: int):
         self.df, self.n = df, max(n, 1)
 
     def __call__(self, words: frozenset[str]) -> float:
-        return sum(math.log(1 + self.n / max(self.df[w], 1)) for w in words)
+        return sum(math.log(1 + self.n / max(self.df.get(w, 0), 1)) for w in words)
 
 
 def _shingles(p: Passage) -> set[tuple[str, ...]]:
@@ -120,77 +79,7 @@ def judge(later: Passage, earlier: Passage, weight: Weights) -> str | None:
     return "maybe" if jaccard >= CLOSE_WORDS else None
 
 
-def matches(
-    docs: list[Doc], vectors: LineVectors | None, only: str | None = None
-) -> list[tuple[int, Passage, Passage]]:
-    """(its number, later, earlier) of every passage that repeats an earlier one, in order;
-    ``only``: the later ones of that file alone."""
-    ordered = sorted(docs, key=Doc.order)
-    ps = [p for d in ordered for p in passages(d.path, d.lines)]
-    df: Counter[str] = Counter()
-    for p in ps:
-        df.update(p.stems)
-    weight = Weights(df, len(ps))
-    found: dict[int, Match] = {}
-    maybe: list[tuple[int, int]] = []
-    mine = {n for n, p in enumerate(ps) if p.path == only} if only is not None else None
-    for a, b in candidates(ps, df, mine):
-        how = judge(ps[b], ps[a], weight)
-        if how == "maybe":
-            maybe.append((a, b))
-        elif how is not None:
-            _keep(found, Match(b, a, how))
-    if maybe and vectors is not None:
-        by_path = {d.path: d for d in docs}
-        vectors.fetch(
-            (by_path[ps[i].path], range(ps[i].start_line, ps[i].end_line + 1))
-            for pair in maybe for i in pair
-        )  # fmt: skip
-        for a, b in maybe:
-            cos = vectors.cosine(_lines(ps[b]), _lines(ps[a]))
-            if cos is not None and cos >= COSINE:
-                _keep(found, Match(b, a, "paraphrase"))
-    return [(n, ps[m.later], ps[m.earlier]) for n, m in sorted(found.items())]
-
-
-def _lines(p: Passage) -> tuple[str, range]:
-    return p.path, range(p.start_line, p.end_line + 1)
-
-
-def _keep(found: dict[int, Match], m: Match) -> None:
-    """The best match of a passage: the closest, then the earliest."""
-    old = found.get(m.later)
-    if old is None or (RANK[m.how], m.earlier) < (RANK[old.how], old.earlier):
-        found[m.later] = m
-
-
-def findings(
-    docs: list[Doc], vectors: LineVectors | None, severity: str, only: str | None = None
-) -> list[Finding]:
-    out: list[Finding] = []
-    run: list[tuple[Passage, Passage]] = []
-
-    def close() -> None:
-        if run:
-            out.append(_finding(run, severity, draft=only is not None))
-            run.clear()
-
-    last = -2
-    for n, later, earlier in matches(docs, vectors, only):
-        # The next passage of the same file, repeating the same file: one finding.
-        if not (
-            run
-            and n == last + 1
-            and (later.path, earlier.path) == (run[-1][0].path, run[-1][1].path)
-        ):
-            close()
-        run.append((later, earlier))
-        last = n
-    close()
-    return out
-
-
-def _finding(run: list[tuple[Passage, Passage]], severity: str, draft: bool) -> Finding:
+def finding_of(run: list[tuple[Passage, Passage]], severity: str, draft: bool) -> Finding:
     first, last = run[0][0], run[-1][0]
     path = run[0][1].path
     start = min(e.start_line for _, e in run)

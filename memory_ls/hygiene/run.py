@@ -7,9 +7,8 @@ from typing import Any
 
 from ..index.backend import IndexBackend
 from ..settings.hygiene import HygieneSettings
-from . import checks, duplicates
-from .corpus import Doc, LineVectors, draft_doc, load_docs
 from .findings import DUPLICATE, EXPIRED, FRONT_MATTER, LOAD_CAP, ORPHAN, Finding
+from .incremental import Checker
 
 
 def severities(settings: HygieneSettings) -> dict[str, str]:
@@ -24,33 +23,15 @@ def severities(settings: HygieneSettings) -> dict[str, str]:
     return {code: s.severity for code, s in each.items() if s.enabled}
 
 
-def _run(
-    docs: list[Doc],
+def check_index(
     store: IndexBackend,
     settings: HygieneSettings,
-    today: date,
-    only: str | None = None,
+    today: date | None = None,
+    checker: Checker | None = None,
 ) -> list[Finding]:
-    on = severities(settings)
-    out: list[Finding] = []
-    for doc in docs:
-        if only is not None and doc.path != only:
-            continue
-        if LOAD_CAP in on:
-            out += checks.load_cap(doc, on[LOAD_CAP])
-        out += checks.front_matter(doc, today, on)
-    if ORPHAN in on:
-        out += [f for f in checks.orphans(docs, on[ORPHAN]) if only in (None, f.path)]
-    if DUPLICATE in on:
-        out += duplicates.findings(docs, LineVectors(store), on[DUPLICATE], only)
-    return sorted(out, key=lambda f: (f.path, f.start_line, f.code))
-
-
-def check_index(
-    store: IndexBackend, settings: HygieneSettings, today: date | None = None
-) -> list[Finding]:
-    """Every finding over the memory files the index holds."""
-    return _run(load_docs(store), store, settings, today or date.today())
+    """Every finding over the memory files the index holds; ``checker``: the cache of an
+    earlier check of this index (only the files changed since are read again)."""
+    return (checker or Checker()).check(store, severities(settings), today or date.today())
 
 
 def check_draft(
@@ -59,9 +40,10 @@ def check_draft(
     text: str,
     path: str,
     today: date | None = None,
+    checker: Checker | None = None,
 ) -> list[Finding]:
     """The findings a note would cause if ``text`` were written to ``path`` (its copies of
     what memory already says, its front matter, a cap it would pass), all on the draft: the
     draft is later than everything, and stands in for the file at ``path`` if there is one."""
-    docs = [*load_docs(store, leave_out=path), draft_doc(path, text)]
-    return _run(docs, store, settings, today or date.today(), only=path)
+    day = today or date.today()
+    return (checker or Checker()).draft(store, severities(settings), text, path, day)

@@ -35,6 +35,7 @@ from .. import __version__, params
 from ..methods import METHODS, Method
 from ..params import ParamError
 from . import protocol
+from .documents import buffer_text
 from .lanes import Supersede
 from .lifeline import Lifeline
 from .service import MemoryService
@@ -353,6 +354,10 @@ def build_server() -> MemoryLanguageServer:
     async def cmd_save_session(args: tuple[Any, ...]) -> dict[str, Any]:
         return await server.svc().requests.save_session(params.parse_save_session(args))
 
+    @_command(server, protocol.CMD_OPEN)
+    async def cmd_open(args: tuple[Any, ...]) -> bool:
+        return await server.svc().open_location(args)
+
     # -- standard requests ------------------------------------------------------------------
     @server.feature(types.WORKSPACE_SYMBOL)
     async def workspace_symbol(params: types.WorkspaceSymbolParams) -> list[types.WorkspaceSymbol]:
@@ -375,6 +380,18 @@ def build_server() -> MemoryLanguageServer:
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def document_symbol(params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         return await server.svc().documents.symbols(params.text_document.uri)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+    )
+    async def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
+        health = server.svc().health
+        if not any(d.source == "memory-ls" for d in params.context.diagnostics):
+            return []
+        text = buffer_text(server, params.text_document.uri)
+        # Off the loop: the edits need the document's lines (megabytes take milliseconds).
+        return await asyncio.to_thread(health.code_actions, params, text)
 
     return server
 

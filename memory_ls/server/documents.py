@@ -62,6 +62,11 @@ class Documents:
         self._spawn = spawn
         self._diag_timers: dict[str, asyncio.TimerHandle] = {}
         self._published: set[str] = set()
+        # What each URI's diagnostics are made of: its citations' (open documents) and the
+        # memory checks' (every memory file, health.py); one publish sends both.
+        self._cites: dict[str, list[types.Diagnostic]] = {}
+        self._health: dict[str, list[types.Diagnostic]] = {}
+        self._health_uri: dict[tuple[str, str], str] = {}  # (folder URI, path) -> URI used
 
     def _open_uris(self) -> list[str]:
         return list(self.ls.workspace.text_documents)
@@ -98,11 +103,9 @@ class Documents:
         timer = self._diag_timers.pop(uri, None)
         if timer:
             timer.cancel()
-        if uri in self._published:
-            self._published.discard(uri)
-            self.ls.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
-            )
+        # A closed document keeps the memory checks' diagnostics, not its citations'.
+        if self._cites.pop(uri, None) is not None or uri in self._published:
+            self._send(uri, None)
 
     def reapply(self, folder: Folder) -> None:
         """A new engine starts without the open buffers: give them back before anything reads."""
@@ -188,9 +191,7 @@ class Documents:
     def refresh_diagnostics(self, folder: Folder, exclude: str | None = None) -> None:
         """An indexed edit or a sync may fix or break citations in other open documents."""
         for uri in self._open_uris():
-            if uri != exclude and (
-                uri in self._published or "#L" in (buffer_text(self.ls, uri) or "")
-            ):
+            if uri != exclude and (uri in self._cites or "#L" in (buffer_text(self.ls, uri) or "")):
                 self.schedule_diagnostics(uri, REFRESH_DELAY_MS)
 
     async def publish_diagnostics(self, uri: str) -> None:
@@ -203,14 +204,43 @@ class Documents:
         cur = self.ls.workspace.text_documents.get(uri)
         if cur is None or cur.version != version:
             return  # edited meanwhile: a newer run is scheduled
-        if diags or uri in self._published:
-            self.ls.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version)
-            )
-            if diags:
-                self._published.add(uri)
-            else:
-                self._published.discard(uri)
+        if diags:
+            self._cites[uri] = diags
+        else:
+            self._cites.pop(uri, None)
+        self._send(uri, version)
+
+    def set_health(self, folder: Folder, rel: str, file_uri: str, diags: list[Any]) -> None:
+        """The memory checks' diagnostics of a file (``health.py``), under the URI the client
+        opened it by when it is open (merged with its citations'), else ``file_uri``."""
+        key = (folder.uri, rel)
+        uri = next(
+            (u for u in self._open_uris() if self.folders.locate(u) == (folder, rel)),
+            self._health_uri.get(key, file_uri),
+        )
+        old = self._health_uri.get(key)
+        if old is not None and old != uri and self._health.pop(old, None) is not None:
+            self._send(old, None)  # opened (or closed) under another spelling of its URI
+        if diags:
+            self._health[uri], self._health_uri[key] = diags, uri
+        else:
+            self._health.pop(uri, None)
+            self._health_uri.pop(key, None)
+        self._send(uri, None)
+
+    def _send(self, uri: str, version: int | None) -> None:
+        """Publish a URI's diagnostics (citations and memory checks), an empty list once
+        when the last of them went away."""
+        diags = self._cites.get(uri, []) + self._health.get(uri, [])
+        if not diags and uri not in self._published:
+            return
+        self.ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version)
+        )
+        if diags:
+            self._published.add(uri)
+        else:
+            self._published.discard(uri)
 
     def cancel(self) -> None:
         for t in self._diag_timers.values():

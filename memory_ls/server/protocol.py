@@ -7,3 +7,4 @@ CMD_REINDEX = "memory.reindex"
 CMD_SYNC = "memory.sync"
 CMD_STATUS = "memory.status"
 CMD_SAVE_SESSION = "memory.saveSession"
+CMD_OPEN = "memory.open"  # [uri, startLine, endLine] (1-based): window/showDocument

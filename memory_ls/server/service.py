@@ -8,6 +8,7 @@ removed, the interval sync, shutdown.
 - ``documents``: document sync, files changed on disk, diagnostics (``Documents``)
 - ``citations``: definition, hover, links and diagnostics of citations (``Citations``)
 - ``requests``: the custom requests and commands, ``workspace/symbol`` (``Requests``)
+- ``health``: the memory checks' diagnostics and code actions (``Health``)
 - ``watch``: who watches the memory files (``Watching``)
 - ``progress``, ``messages``: work-done progress, popups said once
 - ``workers``: one ``Folder`` (engine + lanes) per workspace folder; nothing slow on the loop
@@ -28,11 +29,13 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ..engine import index_path_for
+from ..params import ParamError
 from ..settings import UNREADABLE, Settings, to_dict
 from .citations import Citations
 from .documents import Documents, buffer_text
 from .folder import Folder, FolderHooks, FolderUnavailable
-from .folders import Configuration, Folders
+from .folders import CLIENT_TIMEOUT_S, Configuration, Folders
+from .health import Health
 from .lanes import TaskSet
 from .messages import Messages
 from .progress import SyncOutcome, sync_with_progress
@@ -74,6 +77,7 @@ class MemoryService:
             settings_changed=self._settings_file_changed,
             spawn=self.spawn,
         )
+        self.health = Health(self.folders, self.documents, ls.workspace.position_codec)
         self.watching = Watching(ls, self.folders, self.documents.fs_changed)
         self.requests = Requests(self.folders, self.sync, lambda: self.watching.mode)
         self._tasks = TaskSet("memory-ls", quiet=(FolderUnavailable,))
@@ -125,11 +129,23 @@ class MemoryService:
         settings, problems = self._settings_for(uri, root)
         hooks = FolderHooks(
             get_text=partial(buffer_text, self.ls),
-            on_indexed=lambda f, u: self.documents.refresh_diagnostics(f, exclude=u),
-            on_synced=self.documents.refresh_diagnostics,
-            on_degraded=self.messages.embedding_degraded,
+            on_indexed=self._indexed,
+            on_synced=self._synced,
+            on_degraded=self._embedded,
         )
         return Folder(uri, root, settings, problems, reads=self.reads, hooks=hooks)
+
+    def _indexed(self, folder: Folder, uri: str) -> None:
+        self.documents.refresh_diagnostics(folder, exclude=uri)
+        self.health.schedule(folder)
+
+    def _synced(self, folder: Folder) -> None:
+        self.documents.refresh_diagnostics(folder)
+        self.health.schedule(folder)
+
+    def _embedded(self, folder: Folder) -> None:
+        self.messages.embedding_degraded(folder)
+        self.health.schedule(folder, vectors=True)  # close pairs the line vectors can decide
 
     def add_initial_folders(
         self, folders: Sequence[types.WorkspaceFolder] | None, root_uri: str | None
@@ -235,6 +251,7 @@ class MemoryService:
             if folder:
                 self.watching.unwatch(folder)
                 self._stop_interval(folder)
+                self.health.forget(folder)
                 await folder.close()
         new: list[Folder] = []
         for f in added:  # one by one: an event may name the same folder twice
@@ -248,9 +265,35 @@ class MemoryService:
             self._start_folder(folder)
             self.documents.folder_added(folder)
 
+    async def open_location(self, args: tuple[Any, ...]) -> bool:
+        """``memory.open [uri, startLine, endLine]`` (1-based lines): the client shows the
+        file with those lines selected (``window/showDocument``); whether it did."""
+        try:
+            uri, first, last = str(args[0]), int(args[1]), int(args[2])
+        except (IndexError, TypeError, ValueError):
+            raise ParamError("arguments", "expected [uri, startLine, endLine]") from None
+        if not uri.startswith("file:") or first < 1 or last < first:
+            raise ParamError("arguments", "expected a file URI and 1-based lines")
+        selection = types.Range(
+            start=types.Position(line=first - 1, character=0),
+            end=types.Position(line=last, character=0),
+        )
+        try:
+            shown = await asyncio.wait_for(
+                self.ls.window_show_document_async(
+                    types.ShowDocumentParams(uri=uri, take_focus=True, selection=selection)
+                ),
+                CLIENT_TIMEOUT_S,
+            )
+        except Exception as exc:  # a client without window/showDocument
+            log.info("window/showDocument failed: %s", exc)
+            return False
+        return bool(shown and shown.success)
+
     # -- shutdown ---------------------------------------------------------------------------
     async def shutdown(self) -> None:
         self.documents.cancel()
+        self.health.cancel()
         for t in list(self._interval_tasks.values()):
             t.cancel()
         self._tasks.cancel()

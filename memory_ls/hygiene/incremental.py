@@ -1,0 +1,425 @@
+"""The checks kept up to date as files change: ``Checker`` holds, per index, each memory file's
+lines, passages and keys, keyed by the file's content hash in the index (``file_states``: the
+hash every sync and every indexed editor buffer records). A check reads the hashes, re-reads
+and re-splits only the files whose hash moved, and judges only the candidate pairs those files'
+passages are in, so the check after one edit costs that file's pairs, not the workspace's.
+
+The first check (and one after more than a tenth of the passages changed) builds everything at
+once, as ``duplicates.candidates`` always did: the keys of every passage sorted together. After
+that the keys of changed files are kept beside those (``Keys.extra``) and the passages of removed
+ones are marked dead. A changed file's rarest-word keys are counted with the document
+frequencies of the moment: the keys of files not read again keep theirs, which the next full
+build refreshes.
+
+Safe to share between threads (a lock around each call): the language server's refresh and a
+``memory/check`` draft take turns.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+
+import numpy as np
+
+from ..index.backend import IndexBackend
+from ..index.rows import FileState
+from . import checks, duplicates
+from .corpus import Doc, LineVectors, draft_doc, load_docs
+from .duplicates import COSINE, MAX_GROUP, RANK, Weights, judge
+from .findings import DUPLICATE, LOAD_CAP, ORPHAN, Finding
+from .passages import Passage, passages
+
+REBUILD_SHARE = 0.1  # changed passages, of those the last full build read, that rebuild all
+
+
+@dataclass
+class _File:
+    hash: str
+    doc: Doc | None  # None: not a memory file (a transcript)
+    pids: list[int] = field(default_factory=list)
+    single: list[Finding] = field(default_factory=list)  # load-cap, front-matter, expired
+
+
+@dataclass(frozen=True)
+class _Match:
+    earlier: int
+    how: str
+
+
+class Keys:
+    """Which passages hold a key: the full build's sorted arrays, and what changed since."""
+
+    def __init__(self) -> None:
+        self.k = np.zeros(0, dtype=np.int64)
+        self.o = np.zeros(0, dtype=np.int64)
+        self.extra: dict[int, set[int]] = {}
+        self.mine: dict[int, set[int]] = {}  # pid -> its keys, for the pids in ``extra``
+        self.dead: set[int] = set()
+
+    def build(self, keyed: Iterable[tuple[int, set[int]]]) -> Iterator[list[int]]:
+        """Index every passage's keys at once; yields each key's group of passages."""
+        keys: list[int] = []
+        owners: list[int] = []
+        for pid, ks in keyed:
+            keys += ks
+            owners += [pid] * len(ks)
+        k = np.array(keys, dtype=np.int64)
+        o = np.array(owners, dtype=np.int64)
+        order = np.argsort(k, kind="stable")
+        self.k, self.o = k[order], o[order]
+        self.extra, self.mine, self.dead = {}, {}, set()
+        bounds = np.flatnonzero(np.diff(self.k)) + 1
+        starts = np.concatenate(([0], bounds)).astype(np.int64)
+        ends = np.concatenate((bounds, [len(self.k)])).astype(np.int64)
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            if 2 <= e - s <= MAX_GROUP:
+                yield sorted(set(self.o[s:e].tolist()))
+
+    def add(self, pid: int, keys: set[int]) -> None:
+        self.mine[pid] = keys
+        for key in keys:
+            self.extra.setdefault(key, set()).add(pid)
+
+    def drop(self, pid: int) -> None:
+        keys = self.mine.pop(pid, None)
+        if keys is None:
+            self.dead.add(pid)
+            return
+        for key in keys:
+            group = self.extra.get(key)
+            if group is not None:
+                group.discard(pid)
+                if not group:
+                    del self.extra[key]
+
+    def groups(
+        self, keys: list[int], plus: Mapping[int, list[int]] | None = None
+    ) -> list[list[int]]:
+        """The live passages holding each of ``keys`` (and ``plus``'s, passages not indexed:
+        a draft's), each group of 2 to ``MAX_GROUP``."""
+        if not keys:
+            return []
+        q = np.array(keys, dtype=np.int64)
+        lo = np.searchsorted(self.k, q, side="left").tolist()
+        hi = np.searchsorted(self.k, q, side="right").tolist()
+        out = []
+        for key, a, b in zip(keys, lo, hi, strict=True):
+            group = [o for o in self.o[a:b].tolist() if o not in self.dead] if b > a else []
+            group += self.extra.get(key, ())
+            group += (plus or {}).get(key, ())
+            if 2 <= len(set(group)) <= MAX_GROUP:
+                out.append(group)
+        return out
+
+
+class Checker:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.files: dict[str, _File] = {}
+        self.ps: dict[int, Passage] = {}
+        self.rank: dict[int, tuple[tuple[int, str, str], int]] = {}
+        self.df: Counter[str] = Counter()
+        self.keys = Keys()
+        self.best: dict[int, _Match] = {}  # a later passage -> the passage it repeats
+        self.pending: set[tuple[int, int]] = set()  # (earlier, later): for the vectors to say
+        self.next_pid = 0
+        self.built = 0  # passages read by the last full build
+        self.churn = 0  # passages changed since
+        self.single_for: tuple[date, tuple[tuple[str, str], ...]] | None = None
+
+    # -- keeping up with the index ---------------------------------------------------------
+    def _reset(self) -> None:
+        lock = self.lock
+        self.__init__()  # type: ignore[misc]
+        self.lock = lock
+
+    def refresh(
+        self, store: IndexBackend, on: dict[str, str], today: date, vectors: bool = False
+    ) -> set[str]:
+        """Bring the cache up to the index; the paths that changed (their findings may have,
+        and those of the files that repeat them). ``vectors``: try again the close pairs
+        whose line vectors were missing (after an embedding pass)."""
+        states = store.file_states()
+        changed = {p for p in self.files if p not in states}
+        changed |= {
+            p for p, st in states.items() if p not in self.files or self.files[p].hash != st.hash
+        }
+        single_for = (today, tuple(sorted(on.items())))
+        if self.single_for != single_for:
+            self.single_for = single_for
+            if self.files:
+                self._full(store, states, on, today)
+                return set(self.files) | changed
+        if not self.files or self.churn > REBUILD_SHARE * max(self.built, 1000):
+            self._full(store, states, on, today)
+            return set(self.files) | changed
+        if changed:
+            self._update(store, states, changed, on, today)
+        if vectors and self.pending:
+            self._confirm(store, list(self.pending))
+        return changed
+
+    def _full(
+        self, store: IndexBackend, states: Mapping[str, FileState], on: dict[str, str], today: date
+    ) -> None:
+        self._reset()
+        self.single_for = (today, tuple(sorted(on.items())))
+        docs = {d.path: d for d in load_docs(store)}
+        for path, st in states.items():
+            self.files[path] = _File(st.hash, None)
+        new = self._add(sorted(docs.values(), key=Doc.order), states, on, today)
+        self.built, self.churn = len(new), 0
+        if DUPLICATE not in on:
+            return
+        keyed = ((pid, set(duplicates.keys(self.ps[pid], self.df))) for pid in new)
+        pairs: set[tuple[int, int]] = set()
+        for group in self.keys.build(keyed):
+            pairs.update((a, b) for i, a in enumerate(group) for b in group[i + 1 :])
+        self._judge(store, pairs)
+
+    def _update(
+        self,
+        store: IndexBackend,
+        states: Mapping[str, FileState],
+        changed: set[str],
+        on: dict[str, str],
+        today: date,
+    ) -> None:
+        gone: set[int] = set()
+        for path in changed:
+            f = self.files.pop(path, None)
+            if f is not None:
+                gone.update(f.pids)
+        redo = self._drop(gone)
+        present = [p for p in changed if p in states]
+        docs = {d.path: d for d in load_docs(store, paths=present)}
+        for path in present:
+            self.files[path] = _File(states[path].hash, None)
+        new = self._add(sorted(docs.values(), key=Doc.order), states, on, today)
+        self.churn += len(gone) + len(new)
+        if DUPLICATE not in on:
+            return
+        for pid in new:
+            self.keys.add(pid, set(duplicates.keys(self.ps[pid], self.df)))
+        pairs: set[tuple[int, int]] = set()
+        for pid in [*new, *redo]:
+            for group in self.keys.groups(list(duplicates.keys(self.ps[pid], self.df))):
+                pairs.update(self._ordered(pid, o) for o in group if o != pid)
+        self._judge(store, pairs)
+
+    def _add(
+        self, docs: list[Doc], states: Mapping[str, FileState], on: dict[str, str], today: date
+    ) -> list[int]:
+        new: list[int] = []
+        for doc in docs:
+            f = self.files.setdefault(
+                doc.path, _File(states[doc.path].hash if doc.path in states else "", None)
+            )
+            f.doc = doc
+            f.single = _single(doc, on, today)
+            order = doc.order()
+            for i, p in enumerate(passages(doc.path, doc.lines)):
+                pid, self.next_pid = self.next_pid, self.next_pid + 1
+                self.ps[pid], self.rank[pid] = p, (order, i)
+                self.df.update(p.stems)
+                f.pids.append(pid)
+                new.append(pid)
+        return new
+
+    def _drop(self, gone: set[int]) -> set[int]:
+        """Forget passages; the later passages whose match was one of them (to match again)."""
+        for pid in gone:
+            p = self.ps.pop(pid)
+            self.rank.pop(pid)
+            for w in p.stems:
+                self.df[w] -= 1
+                if self.df[w] <= 0:
+                    del self.df[w]
+            self.keys.drop(pid)
+            self.best.pop(pid, None)
+        redo = {later for later, m in self.best.items() if m.earlier in gone}
+        for later in redo:
+            del self.best[later]
+        self.pending = {pair for pair in self.pending if not (set(pair) & gone)}
+        return redo
+
+    def _ordered(self, a: int, b: int) -> tuple[int, int]:
+        return (a, b) if self.rank[a] < self.rank[b] else (b, a)
+
+    def _judge(self, store: IndexBackend, pairs: Iterable[tuple[int, int]]) -> None:
+        weight = Weights(self.df, len(self.ps))
+        maybe = []
+        for a, b in pairs:
+            how = judge(self.ps[b], self.ps[a], weight)
+            if how == "maybe":
+                maybe.append((a, b))
+            elif how is not None:
+                self._keep(b, _Match(a, how))
+        if maybe:
+            self._confirm(store, maybe)
+
+    def _confirm(self, store: IndexBackend, maybe: list[tuple[int, int]]) -> None:
+        """Ask the line vectors about close pairs; those without vectors wait (``pending``)."""
+        if store.lines is None:
+            self.pending.update(maybe)
+            return
+        vectors = LineVectors(store)
+        docs = {p: f.doc for p, f in self.files.items() if f.doc is not None}
+        vectors.fetch((docs[self.ps[i].path], _span(self.ps[i])) for pair in maybe for i in pair)
+        for a, b in maybe:
+            cos = vectors.cosine(
+                (self.ps[b].path, _span(self.ps[b])), (self.ps[a].path, _span(self.ps[a]))
+            )
+            if cos is None:
+                self.pending.add((a, b))
+                continue
+            self.pending.discard((a, b))
+            if cos >= COSINE:
+                self._keep(b, _Match(a, "paraphrase"))
+
+    def _keep(self, later: int, m: _Match) -> None:
+        """The best match of a passage: the closest, then the earliest."""
+        old = self.best.get(later)
+        if old is None or (RANK[m.how], self.rank[m.earlier]) < (
+            RANK[old.how],
+            self.rank[old.earlier],
+        ):
+            self.best[later] = m
+
+    def lines_of(self, path: str) -> list[str] | None:
+        """A file's lines as last read (for the width of a diagnostic's last line)."""
+        f = self.files.get(path)
+        return f.doc.lines if f is not None and f.doc is not None else None
+
+    # -- findings ---------------------------------------------------------------------------
+    def findings(self, on: dict[str, str]) -> list[Finding]:
+        """Every finding over the files as last refreshed."""
+        out: list[Finding] = []
+        docs = [f.doc for f in self.files.values() if f.doc is not None]
+        copied = {self.ps[pid].path for pid in self.best} if DUPLICATE in on else set()
+        for path, f in self.files.items():
+            out += f.single
+            if path in copied:
+                out += self._duplicates(f.pids, on[DUPLICATE], draft=False)
+        if ORPHAN in on:
+            out += checks.orphans(docs, on[ORPHAN])
+        return sorted(out, key=lambda f: (f.path, f.start_line, f.code))
+
+    def _duplicates(self, pids: list[int], severity: str, draft: bool) -> list[Finding]:
+        """Adjacent passages of a file repeating the same file are one finding."""
+        out: list[Finding] = []
+        run: list[tuple[Passage, Passage]] = []
+        last = -2
+        for i, pid in enumerate(pids):
+            m = self.best.get(pid)
+            if m is None:
+                continue
+            later, earlier = self.ps[pid], self.ps[m.earlier]
+            if run and not (i == last + 1 and earlier.path == run[-1][1].path):
+                out.append(duplicates.finding_of(run, severity, draft))
+                run = []
+            run.append((later, earlier))
+            last = i
+        if run:
+            out.append(duplicates.finding_of(run, severity, draft))
+        return out
+
+    def check(
+        self, store: IndexBackend, on: dict[str, str], today: date, vectors: bool = False
+    ) -> list[Finding]:
+        with self.lock:
+            self.refresh(store, on, today, vectors)
+            return self.findings(on)
+
+    def draft(
+        self, store: IndexBackend, on: dict[str, str], text: str, path: str, today: date
+    ) -> list[Finding]:
+        """The findings ``text`` written to ``path`` would cause, all on the draft (later than
+        everything; it stands in for the file at ``path``, whose passages are left out)."""
+        with self.lock:
+            self.refresh(store, on, today)
+            doc = draft_doc(path, text)
+            out = _single(doc, on, today)
+            if ORPHAN in on:
+                docs = [f.doc for p, f in self.files.items() if f.doc is not None and p != path]
+                out += [f for f in checks.orphans([*docs, doc], on[ORPHAN]) if f.path == path]
+            if DUPLICATE in on:
+                out += self._draft_duplicates(doc, on[DUPLICATE])
+            return sorted(out, key=lambda f: (f.path, f.start_line, f.code))
+
+    def _draft_duplicates(self, doc: Doc, severity: str) -> list[Finding]:
+        mine = self.files.get(doc.path)
+        left_out = set(mine.pids) if mine else set()
+        ps = passages(doc.path, doc.lines)
+        df = _Adjusted(self.df, ps, [self.ps[i] for i in left_out])
+        weight = Weights(df, len(self.ps) - len(left_out) + len(ps))
+        # The draft's passages get ids past every other; the draft's own keys go in ``plus``.
+        ids = list(range(self.next_pid, self.next_pid + len(ps)))
+        keyed = {pid: list(duplicates.keys(p, df)) for pid, p in zip(ids, ps, strict=True)}
+        plus: dict[int, list[int]] = {}
+        for pid, ks in keyed.items():
+            for key in set(ks):
+                plus.setdefault(key, []).append(pid)
+        local = {pid: p for pid, p in zip(ids, ps, strict=True)}
+        best: dict[int, tuple[int, tuple[object, ...], Passage]] = {}
+        for pid, ks in keyed.items():
+            for group in self.keys.groups(ks, plus):
+                for o in set(group):
+                    if o == pid or o in left_out or (o in local and o > pid):
+                        continue
+                    earlier = local.get(o) or self.ps[o]
+                    how = judge(local[pid], earlier, weight)
+                    if how in (None, "maybe"):
+                        continue
+                    order = (RANK[how], self.rank.get(o, ((3, "", ""), o - self.next_pid)))
+                    if pid not in best or order < best[pid][1]:
+                        best[pid] = (o, order, earlier)
+        out: list[Finding] = []
+        run: list[tuple[Passage, Passage]] = []
+        last = -2
+        for i, pid in enumerate(ids):
+            if pid not in best:
+                continue
+            earlier = best[pid][2]
+            if run and not (i == last + 1 and earlier.path == run[-1][1].path):
+                out.append(duplicates.finding_of(run, severity, True))
+                run = []
+            run.append((local[pid], earlier))
+            last = i
+        if run:
+            out.append(duplicates.finding_of(run, severity, True))
+        return out
+
+
+class _Adjusted(Mapping[str, int]):
+    """Document frequencies with a draft's passages in and the file it replaces out."""
+
+    def __init__(self, base: Counter[str], plus: list[Passage], minus: list[Passage]):
+        self.base = base
+        self.delta: Counter[str] = Counter()
+        for p in plus:
+            self.delta.update(p.stems)
+        for p in minus:
+            self.delta.subtract(p.stems)
+
+    def __getitem__(self, w: str) -> int:
+        return self.base.get(w, 0) + self.delta.get(w, 0)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.base)
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+
+def _span(p: Passage) -> range:
+    return range(p.start_line, p.end_line + 1)
+
+
+def _single(doc: Doc, on: dict[str, str], today: date) -> list[Finding]:
+    out = checks.load_cap(doc, on[LOAD_CAP]) if LOAD_CAP in on else []
+    return out + checks.front_matter(doc, today, on)
