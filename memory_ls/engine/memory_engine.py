@@ -274,6 +274,11 @@ class MemoryEngine:
             return any(p.startswith(prefix) for p in r.file_states())
 
     # -- hygiene ----------------------------------------------------------------------------
+    def indexed_files(self) -> int:
+        """How many files the index holds."""
+        with self.indexer.reader() as r:
+            return len(r.file_states())
+
     def check(self, today: date | None = None, vectors: bool = False) -> list[Finding]:
         """The memory checks (``hygiene/``) over the memory files as the index holds them;
         only the files changed since the last check are read again. ``vectors``: ask the

@@ -96,7 +96,15 @@ def diagnose(
     engine: MemoryEngine, root: Path, old: Published, vectors: bool, codec: PositionCodec
 ) -> tuple[Published, dict[str, list[types.Diagnostic]]]:
     """(worker thread) The folder's findings by file, and the diagnostics of each file whose
-    findings are not those of ``old`` (an empty list: none left)."""
+    findings are not those of ``old`` (an empty list: none left). Past
+    ``hygiene.editorMaxFiles`` files, none: the check would hold the interpreter too long."""
+    limit = engine.settings.hygiene.editor_max_files
+    files = engine.indexed_files() if limit else 0
+    if not limit or files > limit:
+        if limit and not old:
+            why = "no diagnostics of the memory checks here; `memory-ls check` runs them"
+            log.info("%s: %d files, over hygiene.editorMaxFiles (%d): %s", root, files, limit, why)
+        return {}, {path: [] for path in old}
     found = engine.check(vectors=vectors)
     by: Published = {}
     for f in found:

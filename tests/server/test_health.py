@@ -4,6 +4,7 @@ diagnostics of an open document kept beside them, and the code actions' edits ap
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,27 @@ async def test_code_actions_edit_the_copy_and_open_the_original(
             context=types.CodeActionContext(diagnostics=[other]),
         )
     )
+
+
+async def test_past_editor_max_files_the_editor_shows_no_findings(
+    start: Start,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A folder over hygiene.editorMaxFiles gets none (the check would hold the server's
+    interpreter for tens of seconds at 10,000 notes); under it, the same folder gets them."""
+    ws = workspace(tmp_path / "ws")
+    config = {"memory": {"provider": "none", "hygiene": {"editorMaxFiles": 1}}}
+    client = await start(ws, config=config)
+    note = uri(ws / "memory/2026-01-05.md")
+    await sync(client)
+    await asyncio.sleep(2)  # the check's debounce is 250 ms: it has run (and found it) by now
+    assert not ours(client, note)
+    client.set_configuration({"memory": {"provider": "none", "hygiene": {"editorMaxFiles": 2}}})
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+    await sync(client)
+
+    async def flagged() -> bool:
+        return len(ours(client, note)) == 1
+
+    await eventually(flagged)
