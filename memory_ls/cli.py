@@ -133,7 +133,8 @@ def no_results_message(resp: SearchResponse, default_min: float, asked: float | 
         return "no results: nothing in memory matches these words or this meaning"
     threshold = asked if asked is not None else default_min
     return (
-        f"no results: {below['count']} candidates scored below minScore {threshold:g} "
+        f"no results: {below['count']} candidate{'' if below['count'] == 1 else 's'} scored "
+        f"below minScore {threshold:g} "
         f"(best {below['bestScore']:.2f}); rephrase, or lower it with --min-score"
     )
 
