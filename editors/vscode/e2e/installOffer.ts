@@ -36,17 +36,24 @@ function buildWheel(python: string): string {
   return path.join(out, wheel);
 }
 
-/** The per-CPU llama.cpp wheel folders of this machine (memory_ls/models/llama_build.py). */
+/** The per-CPU llama.cpp wheel folders of this machine (memory_ls/models/llama_build.py), where
+ * install.sh or `memory-ls model pull` kept them: under XDG_CACHE_HOME, or under ~/.cache (.ci/run
+ * runs install.sh before it points XDG_CACHE_HOME into the clone). */
 function llamaWheels(): string {
-  const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  const wheels = path.join(cache, 'memory-ls', 'wheels');
-  const hasOne = fs.existsSync(wheels) && fs.readdirSync(wheels).some((d) => d.startsWith('x86_64-') && fs.readdirSync(path.join(wheels, d)).some((f) => f.startsWith('llama_cpp_python-') && f.endsWith('.whl')));
-  if (!hasOne) {
+  const caches = [...new Set([process.env.XDG_CACHE_HOME, path.join(os.homedir(), '.cache')].filter((c): c is string => !!c))];
+  const folders = caches.map((cache) => path.join(cache, 'memory-ls', 'wheels'));
+  const found = folders.find(
+    (wheels) =>
+      fs.existsSync(wheels) &&
+      fs.readdirSync(wheels).some((d) => d.startsWith('x86_64-') && fs.readdirSync(path.join(wheels, d)).some((f) => f.startsWith('llama_cpp_python-') && f.endsWith('.whl'))),
+  );
+  if (!found) {
     throw new MissingPart(
-      `no llama.cpp wheel in ${wheels}/x86_64-*/ to seed (model pull would compile llama.cpp for minutes): ` + 'run `memory-ls model pull` once on this machine',
+      `no llama.cpp wheel in ${folders.map((f) => `${f}/x86_64-*/`).join(' or ')} to seed (model pull would compile llama.cpp for minutes): ` +
+        'run `memory-ls model pull` once on this machine',
     );
   }
-  return wheels;
+  return found;
 }
 
 /** code-server from an empty profile with the vsix installed and the offer's settings. */
