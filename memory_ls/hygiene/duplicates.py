@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterator, Mapping
 
 from .findings import DUPLICATE, Finding, Related
-from .passages import Passage
+from .passages import Passage, fold
 
 SHINGLE = 5
 RARE = 5  # a passage's rarest words, whose pairs are its keys
@@ -33,6 +34,9 @@ CONTAINED = 0.85  # of the later passage's weighted words, in the earlier one
 CLOSE_WORDS = 0.3  # a pair this close is asked of the line vectors
 COSINE = 0.8  # line vectors' cosine that confirms a close pair
 RANK = {"verbatim": 0, "near": 1, "paraphrase": 2}
+FILLER = 6  # fewer content words, and nothing named: "Your kind words really mean a lot."
+COMPARABLE = 0.6  # content words of the shorter passage, of the longer one's: a part of it
+ENOUGH = 12  # content words that make a shorter passage a claim of its own, contained or not
 
 
 def keys(p: Passage, df: Mapping[str, int]) -> Iterator[int]:
@@ -56,8 +60,37 @@ def _shingles(p: Passage) -> set[tuple[str, ...]]:
     return {p.words[i : i + SHINGLE] for i in range(len(p.words) - SHINGLE + 1)}
 
 
+def filler(p: Passage) -> bool:
+    """A pleasantry, not a fact: too few content words, and nothing named but the person
+    spoken to ("Thanks for always being there, Maria."; "We chose PostgreSQL for the ledger"
+    names something). Said again, it is not memory written twice."""
+    if p.content >= FILLER:
+        return False
+    spoken_to = {fold(m) for m in _VOCATIVE.findall(p.text)}
+    # "I" and the "C." of "C. elegans" are capitals inside a sentence, not names.
+    return not any(len(w) > 1 or w.isdigit() for w in p.specific - spoken_to)
+
+
+# A name set off as the one spoken to: ", Maria!", "Hey Tom,", "Wow, Caroline, that's it".
+_VOCATIVE = re.compile(
+    r"(?:,\s*|^\s*(?:(?:[Hh]ey|[Hh]i|[Hh]ello|[Tt]hanks|[Tt]hank you|[Ww]ow|[Oo]h)\s+)?)"
+    r"([A-Z][\w\-]*)\s*(?=[,.!?;]|$)"
+)
+
+
+def comparable(later: Passage, earlier: Passage) -> bool:
+    """Whether the later passage may be judged "contained" in the earlier: about as long, or
+    long enough to say something whole (a short sentence whose words sit in a long one, "the
+    complications were similar" in a sentence listing what was measured, is not a copy)."""
+    if later.content >= earlier.content:
+        return True
+    return later.content >= max(COMPARABLE * earlier.content, 1) or later.content >= ENOUGH
+
+
 def judge(later: Passage, earlier: Passage, weight: Weights) -> str | None:
     """verbatim / near / paraphrase, ``maybe`` (for the vectors to say), or None."""
+    if filler(later):  # what is flagged; an earlier short one can still be repeated at length
+        return None
     if later.words == earlier.words:
         return "verbatim"
     if later.negated != earlier.negated:
@@ -69,12 +102,13 @@ def judge(later: Passage, earlier: Passage, weight: Weights) -> str | None:
     by_shingles = len(sh & _shingles(earlier)) / len(sh)
     common = later.stems & earlier.stems
     contained = weight(common) / max(weight(later.stems), 1e-9)
-    if not earlier.specific <= set(later.words) and contained < CONTAINED:
+    part = comparable(later, earlier)  # else neither shingles nor words "contained" count
+    if not earlier.specific <= set(later.words) and (contained < CONTAINED or not part):
         return None  # the earlier one names more: only a later part of it repeats it
-    if by_shingles >= SAME_SHINGLES:
+    if by_shingles >= SAME_SHINGLES and part:
         return "near"
     jaccard = weight(common) / max(weight(later.stems | earlier.stems), 1e-9)
-    if jaccard >= SAME_WORDS or (contained >= CONTAINED and len(later.stems) >= 4):
+    if jaccard >= SAME_WORDS or (part and contained >= CONTAINED and len(later.stems) >= 4):
         return "paraphrase"
     return "maybe" if jaccard >= CLOSE_WORDS else None
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..search.query import stop_words
 from .frontmatter import front_matter_end
 
 MIN_WORDS = 6  # "Use pnpm.", "Done.": too short to say the same thing twice by chance
@@ -52,6 +53,7 @@ class Passage:
     stems: frozenset[str]  # folded words without stopwords
     specific: frozenset[str]  # words that name something: numbers, versions, names, code
     negated: bool
+    content: int = 0  # distinct content words: not a stop word of any language search knows
 
 
 @lru_cache(maxsize=1 << 17)  # words repeat: folding each once made a check 3x faster
@@ -100,7 +102,11 @@ def passage(path: str, first: int, last: int, raw: str) -> Passage | None:
     stems = frozenset(w for w in words if w not in STOPWORDS and w not in NEGATIONS)
     lowered = {w.lower() for w in re.findall(r"[\w']+", plain)}
     negated = bool(lowered & NEGATIONS) or "no longer" in plain.lower()
-    return Passage(path, first, last, plain.strip(), words, stems, frozenset(specific), negated)
+    stops = stop_words()
+    content = len({fold(w) for w in lowered if w not in stops} & stems)
+    return Passage(
+        path, first, last, plain.strip(), words, stems, frozenset(specific), negated, content
+    )
 
 
 def _blocks(lines: list[str]) -> list[tuple[int, list[str]]]:

@@ -128,6 +128,49 @@ def test_a_copy_within_one_file(tmp_path: Path):
     assert [(f.path, f.start_line, f.related[0].start_line) for f in dup] == [("MEMORY.md", 7, 3)]
 
 
+def test_a_pleasantry_said_again_is_not_a_duplicate(tmp_path: Path):
+    # As in LoCoMo's chats: the same thanks in many sessions, too few content words for a fact.
+    root = tmp_path / "chat"
+    for day, topic in (("2023-05-25", "the adoption agency"), ("2023-06-09", "a pottery class")):
+        write(
+            root,
+            f"memory/{day}-session.md",
+            "# Session\n"
+            "\n"
+            f"**Priya:** Thanks, Tomas! Your kind words really mean a lot. Tell me about {topic}.\n"
+            "**Tomas:** The pottery studio on Elm Street opens at nine every Saturday morning.\n",
+        )
+    dup = by_code(checked(root), "duplicate")
+    # The fact said twice is still a copy; the thanks are not.
+    assert [(f.path, f.start_line) for f in dup] == [("memory/2023-06-09-session.md", 4)]
+
+
+def test_a_short_sentence_inside_a_long_one_is_not_a_duplicate(tmp_path: Path):
+    # As in SciFact: a result's few words all sit in a long sentence listing what was measured.
+    root = tmp_path / "methods"
+    write(
+        root,
+        "memory/mesh-trial.md",
+        "# Mesh trial\n"
+        "\n"
+        "Rats were examined 3 months after the operation for complications, area and type of "
+        "adhesions, strength of incorporation and intensity of the inflammatory response.\n"
+        "Adhesions covered less of the coated mesh than of the bare one.\n"
+        "Complications, strength of incorporation and intensity of the inflammatory response "
+        "were similar.\n",
+    )
+    write(
+        root,
+        "memory/statin-trial.md",
+        "# Statin trial\n"
+        "\n"
+        "Baseline characteristics of the two groups were similar at enrolment.\n"
+        "Rates of muscle pain were similar in both arms of the trial.\n"
+        "Cholesterol fell by a third in the treated group within six weeks.\n",
+    )
+    assert by_code(checked(root), "duplicate") == []
+
+
 def test_settings_turn_a_check_off_and_change_its_severity(notes: Path):
     s = Settings()
     s.hygiene.duplicate.severity = "information"
