@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from ..embeddings.base import EmbeddingProvider
-from ..hygiene import Checker, Finding, check_draft, check_index, severities
+from ..hygiene import Checker, Finding, check_draft, severities
 from ..index.sync import Progress, SyncReport
 from ..rerank import Reranker
 from ..search.citations import citation_problem, parse_citation
@@ -277,18 +277,34 @@ class MemoryEngine:
     def indexed_files(self) -> int:
         """How many files the index holds."""
         with self.indexer.reader() as r:
-            return len(r.file_states())
+            return r.file_count()
 
     def check(self, today: date | None = None, vectors: bool = False) -> list[Finding]:
         """The memory checks (``hygiene/``) over the memory files as the index holds them;
-        only the files changed since the last check are read again. ``vectors``: ask the
-        line vectors again about close pairs that had none (after embedding)."""
+        only the files changed since the last check are read again (after an edit, only
+        those this engine wrote: ``_written``). ``vectors``: ask the line vectors again
+        about close pairs that had none (after embedding)."""
+        on, day = severities(self.settings.hygiene), today or date.today()
         with self.indexer.reader() as r:
-            if vectors:
-                return self.checker.check(
-                    r, severities(self.settings.hygiene), today or date.today(), True
-                )
-            return check_index(r, self.settings.hygiene, today, self.checker)
+            return self.checker.check(r, on, day, vectors, self._written)
+
+    def _written(self, mark: object) -> tuple[object, set[str] | None]:
+        """The files whose index rows this engine wrote since ``mark`` (an earlier answer's),
+        with the new mark; None (read every file's hash) when it cannot tell: the first
+        time, another process wrote to the index, the index was opened again, the journal
+        forgot, or a write is under way (the mark is taken between writes, so the reader
+        sees at least what it counts)."""
+        ix = self.indexer
+        if not ix.lock.acquire(blocking=False):
+            return None, None
+        try:
+            w = ix.writer
+            now = (w.written, w.data_version(), w.written.seq)
+        finally:
+            ix.lock.release()
+        if not isinstance(mark, tuple) or mark[:2] != now[:2]:
+            return now, None
+        return now, w.written.since(mark[2])
 
     def check_draft(
         self, text: str, path: str | None = None, today: date | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 
 import numpy as np
 
@@ -35,9 +36,10 @@ class Doc:
     # line -> (chunk id, row of that line in the chunk's text), for the line vectors
     rows: dict[int, tuple[int, int]] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def date(self) -> date | None:
-        """A dated note's date (``memory/**/YYYY-MM-DD*.md``); None for an evergreen file."""
+        """A dated note's date (``memory/**/YYYY-MM-DD*.md``); None for an evergreen file
+        (read once: the orphan check and the order of copies ask it of every file)."""
         if not self.path.startswith(MEMORY_DIR + "/"):
             return None
         return file_date(self.path, 0.0)

@@ -11,29 +11,39 @@ ones are marked dead. A changed file's rarest-word keys are counted with the doc
 frequencies of the moment: the keys of files not read again keep theirs, which the next full
 build refreshes.
 
+Which hashes to read: every file's, unless the caller passes ``since`` (the engine's journal of
+the files it wrote to the index), when only those files' are. Each file's findings are kept too
+and found again only for the files that changed or whose copies did (``dirty``); orphans only
+when memory files came or went or an index file changed.
+
 Safe to share between threads (a lock around each call): the language server's refresh and a
 ``memory/check`` draft take turns.
 """
 
 from __future__ import annotations
 
+import posixpath
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 
-import numpy as np
-
 from ..index.backend import IndexBackend
 from ..index.rows import FileState
+from ..workspace import ROOT_FILES
 from . import checks, duplicates
 from .corpus import Doc, LineVectors, draft_doc, load_docs
-from .duplicates import COSINE, MAX_GROUP, RANK, Weights, judge
+from .duplicates import COSINE, RANK, Weights, judge
 from .findings import DUPLICATE, LOAD_CAP, ORPHAN, Finding
+from .keys import Keys
 from .passages import Passage, passages
 
 REBUILD_SHARE = 0.1  # changed passages, of those the last full build read, that rebuild all
+
+# Given the mark of the last check (None: none), a new mark and the paths written since
+# (None: unknown, every file's hash is read): the engine's journal of its index's writes.
+Since = Callable[[object], tuple[object, set[str] | None]]
 
 
 @dataclass
@@ -50,72 +60,6 @@ class _Match:
     how: str
 
 
-class Keys:
-    """Which passages hold a key: the full build's sorted arrays, and what changed since."""
-
-    def __init__(self) -> None:
-        self.k = np.zeros(0, dtype=np.int64)
-        self.o = np.zeros(0, dtype=np.int64)
-        self.extra: dict[int, set[int]] = {}
-        self.mine: dict[int, set[int]] = {}  # pid -> its keys, for the pids in ``extra``
-        self.dead: set[int] = set()
-
-    def build(self, keyed: Iterable[tuple[int, set[int]]]) -> Iterator[list[int]]:
-        """Index every passage's keys at once; yields each key's group of passages."""
-        keys: list[int] = []
-        owners: list[int] = []
-        for pid, ks in keyed:
-            keys += ks
-            owners += [pid] * len(ks)
-        k = np.array(keys, dtype=np.int64)
-        o = np.array(owners, dtype=np.int64)
-        order = np.argsort(k, kind="stable")
-        self.k, self.o = k[order], o[order]
-        self.extra, self.mine, self.dead = {}, {}, set()
-        bounds = np.flatnonzero(np.diff(self.k)) + 1
-        starts = np.concatenate(([0], bounds)).astype(np.int64)
-        ends = np.concatenate((bounds, [len(self.k)])).astype(np.int64)
-        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-            if 2 <= e - s <= MAX_GROUP:
-                yield sorted(set(self.o[s:e].tolist()))
-
-    def add(self, pid: int, keys: set[int]) -> None:
-        self.mine[pid] = keys
-        for key in keys:
-            self.extra.setdefault(key, set()).add(pid)
-
-    def drop(self, pid: int) -> None:
-        keys = self.mine.pop(pid, None)
-        if keys is None:
-            self.dead.add(pid)
-            return
-        for key in keys:
-            group = self.extra.get(key)
-            if group is not None:
-                group.discard(pid)
-                if not group:
-                    del self.extra[key]
-
-    def groups(
-        self, keys: list[int], plus: Mapping[int, list[int]] | None = None
-    ) -> list[list[int]]:
-        """The live passages holding each of ``keys`` (and ``plus``'s, passages not indexed:
-        a draft's), each group of 2 to ``MAX_GROUP``."""
-        if not keys:
-            return []
-        q = np.array(keys, dtype=np.int64)
-        lo = np.searchsorted(self.k, q, side="left").tolist()
-        hi = np.searchsorted(self.k, q, side="right").tolist()
-        out = []
-        for key, a, b in zip(keys, lo, hi, strict=True):
-            group = [o for o in self.o[a:b].tolist() if o not in self.dead] if b > a else []
-            group += self.extra.get(key, ())
-            group += (plus or {}).get(key, ())
-            if 2 <= len(set(group)) <= MAX_GROUP:
-                out.append(group)
-        return out
-
-
 class Checker:
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -130,6 +74,11 @@ class Checker:
         self.built = 0  # passages read by the last full build
         self.churn = 0  # passages changed since
         self.single_for: tuple[date, tuple[tuple[str, str], ...]] | None = None
+        self.mark: object = None  # the journal's, as of the last refresh
+        self.found: dict[str, list[Finding]] = {}  # each file's findings, when it has some
+        self.dirty: set[str] = set()  # files whose findings may have changed since
+        self.orphans: dict[str, list[Finding]] = {}  # by file
+        self.orphans_stale = True  # to find again: memory files came or went, or an index changed
 
     # -- keeping up with the index ---------------------------------------------------------
     def _reset(self) -> None:
@@ -138,29 +87,39 @@ class Checker:
         self.lock = lock
 
     def refresh(
-        self, store: IndexBackend, on: dict[str, str], today: date, vectors: bool = False
+        self,
+        store: IndexBackend,
+        on: dict[str, str],
+        today: date,
+        vectors: bool = False,
+        since: Since | None = None,
     ) -> set[str]:
         """Bring the cache up to the index; the paths that changed (their findings may have,
         and those of the files that repeat them). ``vectors``: try again the close pairs
-        whose line vectors were missing (after an embedding pass)."""
-        states = store.file_states()
-        changed = {p for p in self.files if p not in states}
+        whose line vectors were missing (after an embedding pass). ``since``: which files
+        were written since the last refresh (only their hashes are read), when it knows."""
+        mark, known = since(self.mark) if since else (None, None)
+        single_for = (today, tuple(sorted(on.items())))
+        full = self.single_for != single_for or not self.files
+        full = full or self.churn > REBUILD_SHARE * max(self.built, 1000)
+        if known is not None and not full:
+            states = store.file_states(known)
+            changed = {p for p in known if p in self.files and p not in states}
+        else:
+            states = store.file_states()
+            changed = {p for p in self.files if p not in states}
         changed |= {
             p for p, st in states.items() if p not in self.files or self.files[p].hash != st.hash
         }
-        single_for = (today, tuple(sorted(on.items())))
-        if self.single_for != single_for:
-            self.single_for = single_for
-            if self.files:
-                self._full(store, states, on, today)
-                return set(self.files) | changed
-        if not self.files or self.churn > REBUILD_SHARE * max(self.built, 1000):
+        if full:
             self._full(store, states, on, today)
-            return set(self.files) | changed
-        if changed:
+            changed |= set(self.files)
+        elif changed:
             self._update(store, states, changed, on, today)
         if vectors and self.pending:
             self._confirm(store, list(self.pending))
+        if since is not None:
+            self.mark = mark
         return changed
 
     def _full(
@@ -190,6 +149,7 @@ class Checker:
         today: date,
     ) -> None:
         gone: set[int] = set()
+        had = {p for p in changed if p in self.files and self.files[p].doc is not None}
         for path in changed:
             f = self.files.pop(path, None)
             if f is not None:
@@ -201,6 +161,10 @@ class Checker:
             self.files[path] = _File(states[path].hash, None)
         new = self._add(sorted(docs.values(), key=Doc.order), states, on, today)
         self.churn += len(gone) + len(new)
+        self.dirty |= changed
+        # Orphans follow which memory files there are and what the index files link.
+        if had != set(docs) or any(posixpath.basename(p) in ROOT_FILES for p in changed):
+            self.orphans_stale = True
         if DUPLICATE not in on:
             return
         for pid in new:
@@ -221,6 +185,7 @@ class Checker:
             )
             f.doc = doc
             f.single = _single(doc, on, today)
+            self.dirty.add(doc.path)
             order = doc.order()
             for i, p in enumerate(passages(doc.path, doc.lines)):
                 pid, self.next_pid = self.next_pid, self.next_pid + 1
@@ -244,6 +209,7 @@ class Checker:
         redo = {later for later, m in self.best.items() if m.earlier in gone}
         for later in redo:
             del self.best[later]
+            self.dirty.add(self.ps[later].path)
         self.pending = {pair for pair in self.pending if not (set(pair) & gone)}
         return redo
 
@@ -289,6 +255,7 @@ class Checker:
             self.rank[old.earlier],
         ):
             self.best[later] = m
+            self.dirty.add(self.ps[later].path)
 
     def lines_of(self, path: str) -> list[str] | None:
         """A file's lines as last read (for the width of a diagnostic's last line)."""
@@ -297,17 +264,29 @@ class Checker:
 
     # -- findings ---------------------------------------------------------------------------
     def findings(self, on: dict[str, str]) -> list[Finding]:
-        """Every finding over the files as last refreshed."""
-        out: list[Finding] = []
-        docs = [f.doc for f in self.files.values() if f.doc is not None]
-        copied = {self.ps[pid].path for pid in self.best} if DUPLICATE in on else set()
-        for path, f in self.files.items():
-            out += f.single
-            if path in copied:
-                out += self._duplicates(f.pids, on[DUPLICATE], draft=False)
-        if ORPHAN in on:
-            out += checks.orphans(docs, on[ORPHAN])
-        return sorted(out, key=lambda f: (f.path, f.start_line, f.code))
+        """Every finding over the files as last refreshed: those of the files that changed
+        (or whose copies did) found again, the others' kept."""
+        if self.orphans_stale:
+            old, self.orphans_stale = self.orphans, False
+            docs = [f.doc for f in self.files.values() if f.doc is not None]
+            self.orphans = {}
+            for o in checks.orphans(docs, on[ORPHAN]) if ORPHAN in on else []:
+                self.orphans.setdefault(o.path, []).append(o)
+            self.dirty |= set(old) | set(self.orphans)
+        for path in self.dirty:
+            mine: list[Finding] = []
+            f = self.files.get(path)
+            if f is not None:
+                mine += f.single
+                if DUPLICATE in on and any(pid in self.best for pid in f.pids):
+                    mine += self._duplicates(f.pids, on[DUPLICATE], draft=False)
+            mine += self.orphans.get(path, [])
+            if mine:
+                self.found[path] = sorted(mine, key=lambda f: (f.start_line, f.code))
+            else:
+                self.found.pop(path, None)
+        self.dirty.clear()
+        return [f for path in sorted(self.found) for f in self.found[path]]
 
     def _duplicates(self, pids: list[int], severity: str, draft: bool) -> list[Finding]:
         """Adjacent passages of a file repeating the same file are one finding."""
@@ -329,10 +308,15 @@ class Checker:
         return out
 
     def check(
-        self, store: IndexBackend, on: dict[str, str], today: date, vectors: bool = False
+        self,
+        store: IndexBackend,
+        on: dict[str, str],
+        today: date,
+        vectors: bool = False,
+        since: Since | None = None,
     ) -> list[Finding]:
         with self.lock:
-            self.refresh(store, on, today, vectors)
+            self.refresh(store, on, today, vectors, since)
             return self.findings(on)
 
     def draft(

@@ -24,6 +24,7 @@ from ..text import fts_text
 from . import chunk_reads, schema, vectors
 from .cache import EmbeddingCache
 from .chunk_reads import Scope
+from .journal import Written
 from .keyword_scan import KeywordScan, Row
 from .line_vectors import LineVectors
 from .rows import (
@@ -58,6 +59,7 @@ class Store:
         self.cache = EmbeddingCache(self.conn)
         self.lines = LineVectors(self.conn)
         self.vector_log = vectors.VectorLog(self.conn)
+        self.written = Written()  # files whose row this connection wrote (the memory checks)
         self.committed: vectors.Mark | None = None
 
     @classmethod
@@ -181,6 +183,7 @@ class Store:
             "line_map = excluded.line_map, tail = excluded.tail",
             record.columns(),
         )
+        self.written.add(record.path)
 
     def extend_file(self, record: FileRecord) -> None:
         """Record a transcript's appended tail: the line map grows inside SQLite (the JSON
@@ -204,6 +207,7 @@ class Store:
                 record.path,
             ),
         )
+        self.written.add(record.path)
 
     def touch_file(self, path: str, mtime: float, size: int) -> None:
         self.conn.execute(
@@ -213,6 +217,7 @@ class Store:
     def delete_file(self, path: str) -> list[int]:
         removed = self._delete_chunks(path)
         self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
+        self.written.add(path)
         return removed
 
     # -- chunks -----------------------------------------------------------------------------
@@ -409,6 +414,9 @@ class Store:
         ).fetchall()
 
     # -- status -------------------------------------------------------------------------------
+    def file_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM files").fetchone()[0])
+
     def counts(self) -> dict[str, object]:
         q = self.conn.execute
         by_source = dict(q("SELECT source, count(*) FROM chunks GROUP BY source").fetchall())
