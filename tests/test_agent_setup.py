@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from repo_root import REPO
 
 MEMORY_LS = Path(sys.executable).parent / "memory-ls"
 CODEX_TOML = """\
@@ -217,3 +218,18 @@ def test_openclaw_json5_is_left_to_openclaw(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "openclaw mcp set memory" in done.stderr
     assert snapshot(tmp_path) == files
+
+
+def test_openclaw_prints_the_memory_plugin_install(tmp_path: Path) -> None:
+    before = lay_out(tmp_path, FILES["openclaw"])
+    printed = setup(tmp_path, "openclaw")
+    assert printed.returncode == 0, printed.stderr
+    plugin = REPO / "integrations" / "openclaw"
+    lines = [line.strip() for line in printed.stdout.splitlines()]
+    # The two commands of docs/guides/openclaw.md, with this checkout's plugin folder.
+    assert f"openclaw plugins install {plugin} --force --accept-capabilities" in lines
+    assert "openclaw config set plugins.entries.memory-core.enabled false" in lines
+    guide = (REPO / "docs" / "guides" / "openclaw.md").read_text(encoding="utf-8")
+    assert "openclaw config set plugins.entries.memory-core.enabled false" in guide
+    assert {p: p.read_text() for p in before} == before  # printed, never run
+    assert not (tmp_path / "home" / ".openclaw" / "extensions").exists()

@@ -27,6 +27,32 @@ def config_file(home: Path) -> Path:
     return Path(given).expanduser() if given else home / ".openclaw" / "openclaw.json"
 
 
+def plugin_folder() -> str:
+    """The memory plugin's folder (integrations/openclaw) when this memory-ls runs from a
+    checkout; otherwise the guide's path, relative to a checkout (the plugin is not on npm yet)."""
+    here = Path(__file__).resolve().parents[2] / "integrations" / "openclaw"
+    return str(here) if (here / "openclaw.plugin.json").is_file() else "./integrations/openclaw"
+
+
+def plugin_lines() -> list[str]:
+    """The plugin's install commands from docs/guides/openclaw.md: printed, never run."""
+    install = [
+        "openclaw",
+        "plugins",
+        "install",
+        plugin_folder(),
+        "--force",
+        "--accept-capabilities",
+    ]
+    return [
+        "Memory plugin (memory-ls answers OpenClaw's own memory_search / memory_get instead;",
+        "  docs/guides/openclaw.md), not run here: install it, then turn off the built-in memory:",
+        f"  {shlex.join(install)}",
+        "  openclaw config set plugins.entries.memory-core.enabled false",
+        "  (then restart the gateway; plugins.slots.memory is set by the install)",
+    ]
+
+
 def set_command(server: dict[str, Any]) -> str:
     return shlex.join(["openclaw", "mcp", "set", NAME, json.dumps(server, ensure_ascii=False)])
 
@@ -38,8 +64,9 @@ def plan(
     text = [
         f"MCP server (mcp.servers in {path}), for OpenClaw's embedded agents:",
         f"  {set_command(server)}",
-        "Session notes: OpenClaw's session hooks are plugins, not shell commands; a memory-ls",
-        "  plugin for OpenClaw is separate work. Its transcripts are searchable below.",
+        "Session notes: OpenClaw's session hooks are plugins, not shell commands; its",
+        "  transcripts are searchable below.",
+        *plugin_lines(),
     ]
     hint = f": a JSON5 file is OpenClaw's own to edit, run `{set_command(server)}`"
     return text, [server_change(path, ("mcp", "servers"), server, hint)]

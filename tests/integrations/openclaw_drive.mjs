@@ -34,12 +34,22 @@ const resolvePluginTools = await importChunkExport("function resolvePluginTools(
 
 const config = getRuntimeConfig();
 const agentId = "main";
-const workspaceDir = config.agents?.defaults?.workspace;
-const tools = resolvePluginTools({
-  context: { config, runtimeConfig: config, workspaceDir, agentId, sessionKey: "agent:main:main" },
-  existingToolNames: new Set(),
-});
-const byName = new Map(tools.map((t) => [t.name, t]));
+/** The tools of one agent's run (a step's `agentId`: an agent of agents.entries, with its workspace). */
+const toolsByAgent = new Map();
+function toolsOf(id) {
+  if (toolsByAgent.has(id)) return toolsByAgent.get(id);
+  const listed = config.agents?.entries?.[id] ?? (config.agents?.list ?? []).find((a) => a?.id === id);
+  const workspaceDir = listed?.workspace ?? config.agents?.defaults?.workspace;
+  const resolved = resolvePluginTools({
+    context: { config, runtimeConfig: config, workspaceDir, agentId: id, sessionKey: `agent:${id}:main` },
+    existingToolNames: new Set(),
+  });
+  const byName = new Map(resolved.map((t) => [t.name, t]));
+  toolsByAgent.set(id, byName);
+  return byName;
+}
+const tools = [...toolsOf(agentId).values()];
+const byName = toolsOf(agentId);
 const out = { tools: tools.map((t) => ({ name: t.name, label: t.label, description: t.description, parameters: t.parameters })), steps: [] };
 
 let lastCitation = null;
@@ -56,6 +66,21 @@ for (const step of steps) {
       const answer = await tool.execute(`call-${out.steps.length}`, params, undefined, undefined);
       lastCitation = answer.details?.results?.[0]?.citation ?? lastCitation;
       result = { details: answer.details, text: answer.content?.[0]?.text };
+    } else if (step.op === "hits") {
+      // A memory_search of step.agentId's tools, answered compactly: the ranked citations, the
+      // engine's mode and provider (bench/openclaw_eval.py scores these).
+      const tool = toolsOf(step.agentId ?? agentId).get("memory_search");
+      if (!tool) throw new Error(`memory_search not registered for ${step.agentId ?? agentId}`);
+      const answer = await tool.execute(`hits-${out.steps.length}`, step.params, undefined, undefined);
+      const d = answer.details ?? {};
+      result = {
+        hits: (d.results ?? []).map((r) => [r.path, r.startLine, r.endLine, r.score, r.source]),
+        // memory-core says its mode in debug: keyword-only when its embedding provider failed.
+        mode: d.mode ?? d.debug?.embeddingBootstrap?.degradedTo ?? d.debug?.effectiveMode,
+        provider: d.provider,
+        ...(d.fallback ? { fallback: d.fallback } : {}),
+        ...(d.error ? { error: d.error, warning: d.warning } : {}),
+      };
     } else if (step.op === "manager") {
       const { manager, error } = await getActiveMemorySearchManager({ cfg: config, agentId, purpose: step.purpose });
       if (!manager) throw new Error(error ?? "no manager");
@@ -89,5 +114,5 @@ for (const step of steps) {
   }
 }
 await closeActiveMemorySearchManagers(config).catch(() => {});
-process.stdout.write(`${JSON.stringify(out)}\n`);
-process.exit(0);
+// Exit once the answer is written: a large one (bench/openclaw_eval.py) goes out in pieces.
+process.stdout.write(`${JSON.stringify(out)}\n`, () => process.exit(0));

@@ -12,6 +12,9 @@ setting). Then OpenClaw's own code runs:
 - ``openclaw_drive.mjs``: the agent tools as OpenClaw's plugin loader and tool resolver assemble
   them for a run, and the slot's manager as its memory host resolves it: English and Chinese
   searches, ``memory_get`` of the cited range, a note written after start found by a later search;
+- a session transcript in OpenClaw's format (tests/support/transcript_fixtures.py) under the
+  state folder's ``agents/main/sessions/``, with ``memory.search.sources`` holding ``sessions``:
+  a line of it found by ``memory_search`` (``corpus=sessions``) and read back by ``memory_get``;
 - the same with ``memory-ls`` off ``PATH``, and with a ``memory-ls`` that never answers: an empty
   result with the reason, quickly, and no traceback.
 
@@ -31,6 +34,8 @@ from pathlib import Path
 
 import pytest
 from repo_root import REPO
+from transcript_fixtures import jsonl, question
+from transcript_fixtures import openclaw as openclaw_transcript
 
 OPENCLAW_VERSION = "2026.9.6"
 PLUGIN = REPO / "integrations" / "openclaw"
@@ -167,11 +172,18 @@ class OpenClaw:
             timeout=timeout,
         )
 
-    def configure(self, plugin_config: dict[str, object] | None = None) -> None:
+    def configure(
+        self,
+        plugin_config: dict[str, object] | None = None,
+        memory_search: dict[str, object] | None = None,
+    ) -> None:
         config = json.loads(self.config_path.read_text())
         config.setdefault("agents", {}).setdefault("defaults", {})["workspace"] = str(
             self.workspace
         )
+        config.pop("memory", None)
+        if memory_search:
+            config["memory"] = {"search": memory_search}
         entries = config["plugins"]["entries"]
         entries["memory-core"] = {"enabled": False}
         entries["memory-ls"] = {
@@ -357,3 +369,49 @@ def test_memory_ls_that_never_answers_times_out(openclaw: OpenClaw, tmp_path: Pa
     assert details["results"] == [] and details["timedOut"] is True, details
     assert "did not answer within" in details["error"]
     assert step["ms"] < 5000
+
+
+def test_a_transcript_line_is_found(openclaw: OpenClaw) -> None:
+    # OpenClaw's transcripts: <state dir>/agents/<id>/sessions/<session id>.jsonl (dist/paths-*.mjs,
+    # resolveAgentSessionsDir); the state dir is $OPENCLAW_HOME/.openclaw.
+    sessions = openclaw.home / ".openclaw" / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+    transcript = sessions / "b1e2c3d4-0000-4a5b-8c6d-7e8f9a0b1c2d.jsonl"
+    transcript.write_text(jsonl(openclaw_transcript(6)), encoding="utf-8")
+    openclaw.configure(
+        memory_search={"sources": ["memory", "sessions"], "experimental": {"sessionMemory": True}}
+    )
+    try:
+        answer = openclaw.drive(
+            [
+                {
+                    "op": "tool",
+                    "name": "memory_search",
+                    "params": {
+                        "query": "why does the quokka4 job fail at night",
+                        "corpus": "sessions",
+                    },
+                },
+                {"op": "tool", "name": "memory_get", "params": {"path": "$cited"}},
+                {"op": "tool", "name": "memory_search", "params": {"query": "quokka4 job"}},
+            ]
+        )
+    finally:
+        openclaw.configure()
+        transcript.unlink()
+    assert (
+        "session transcripts"
+        in {t["name"]: t for t in answer["tools"]}["memory_search"]["description"]
+    )
+    found = _step(answer, 0)["result"]["details"]
+    assert found["results"], found
+    top = found["results"][0]
+    assert top["source"] == "sessions" and top["corpus"] == "sessions", top
+    assert top["path"].startswith("sessions:openclaw/") and transcript.name in top["path"], top
+    assert question(4) in top["snippet"], top
+    cited = _step(answer, 1)["result"]["details"]
+    assert cited["status"] == "ok", cited
+    assert question(4) in cited["text"], cited
+    # Without corpus, a session hit comes beside the memory files (the notes hold no quokka).
+    mixed = _step(answer, 2)["result"]["details"]["results"]
+    assert mixed and mixed[0]["source"] == "sessions", mixed
