@@ -204,13 +204,17 @@ export function withDeadline(ms, run, signal) {
 }
 
 /**
- * OpenClaw's memory settings for one agent (memory.search, with agents.list[].memory.search
+ * OpenClaw's memory settings for one agent (memory.search, with agents.entries.<id>.memory.search
+ * or agents.list[].memory.search
  * over it), as memory-core reads them (dist/memory-search-*.mjs, resolveMemorySearchIndexConfig).
  * @param {any} cfg @param {string} agentId
  */
 export function resolveOpenClawMemorySettings(cfg, agentId) {
   const defaults = cfg?.memory?.search ?? {};
-  const agent = (cfg?.agents?.list ?? []).find((/** @type {any} */ a) => a?.id === agentId);
+  // 2026.9.6 keys its roster (agents.entries.<id>); earlier releases listed it (agents.list[]).
+  const agent =
+    cfg?.agents?.entries?.[agentId] ??
+    (cfg?.agents?.list ?? []).find((/** @type {any} */ a) => a?.id === agentId);
   const overrides = agent?.memory?.search ?? {};
   const pick = (/** @type {string} */ key) => overrides[key] ?? defaults[key];
   const sources = pick("sources");

@@ -415,3 +415,29 @@ def test_a_transcript_line_is_found(openclaw: OpenClaw) -> None:
     # Without corpus, a session hit comes beside the memory files (the notes hold no quokka).
     mixed = _step(answer, 2)["result"]["details"]["results"]
     assert mixed and mixed[0]["source"] == "sessions", mixed
+
+
+def test_an_agents_own_memory_settings_win(openclaw: OpenClaw) -> None:
+    """memory.search of one agent over the defaults, read from 2026.9.6's keyed roster
+    (agents.entries.<id>) and from the older list (agents.list[]), as memory-core reads them."""
+    plugin = (REPO / "integrations" / "openclaw" / "memory-ls.js").as_uri()
+    script = f"""
+import {{ resolveOpenClawMemorySettings as r }} from {json.dumps(plugin)};
+const search = {{ query: {{ maxResults: 3 }}, extraPaths: ["notes"] }};
+const base = {{ memory: {{ search: {{ query: {{ maxResults: 9, minScore: 0.2 }} }} }} }};
+console.log(JSON.stringify([
+  r({{ ...base, agents: {{ entries: {{ ops: {{ memory: {{ search }} }} }} }} }}, "ops"),
+  r({{ ...base, agents: {{ list: [{{ id: "ops", memory: {{ search }} }}] }} }}, "ops"),
+  r({{ ...base, agents: {{ entries: {{ ops: {{ memory: {{ search }} }} }} }} }}, "main"),
+]));
+"""
+    out = subprocess.run(
+        [str(openclaw.node), "--input-type=module", "-e", script],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    keyed, listed, other = json.loads(out.stdout)
+    for agent in (keyed, listed):
+        assert agent["maxResults"] == 3 and agent["minScore"] == 0.2
+        assert agent["extraPaths"] == ["notes"]
+    assert other["maxResults"] == 9 and other["extraPaths"] == []
