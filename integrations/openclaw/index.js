@@ -47,7 +47,18 @@ function jsonResult(payload) {
 export function unavailableResult(error, agentId) {
   const reason = error instanceof Error ? error.message : String(error ?? "memory search unavailable");
   const timedOut = error instanceof MemoryLsError && error.timedOut;
-  const missing = error instanceof MemoryLsError && error.code === "MEMORY_LS_MISSING";
+  const code = error instanceof MemoryLsError ? error.code : undefined;
+  const missing = code === "MEMORY_LS_MISSING";
+  if (code === "MEMORY_LS_INDEXING" || code === "MEMORY_LS_TOO_OLD") {
+    const indexing = code === "MEMORY_LS_INDEXING";
+    const warning = indexing
+      ? "Memory search is not ready yet: memory-ls is indexing this workspace for the first time."
+      : "Memory search is unavailable because the installed memory-ls is too old for this plugin.";
+    const action = indexing
+      ? "Retry memory_search in a moment; the first sync keeps running."
+      : "Tell the user to upgrade memory-ls (pip install -U memory-ls) and restart the OpenClaw gateway.";
+    return { results: [], disabled: true, unavailable: true, ...(indexing ? { indexing: true } : {}), error: reason, warning, action, debug: { warning, action, error: reason, code, backend: "memory-ls" } };
+  }
   const warning = timedOut
     ? "Memory search did not finish within its time limit."
     : missing
@@ -236,6 +247,7 @@ function register(api) {
               citations: mode,
               mode: answer.mode === "keyword" ? "keyword-only" : answer.mode,
               ...(answer.belowMinScore ? { belowMinScore: answer.belowMinScore } : {}),
+              ...(manager.pathProblems.length ? { warnings: manager.pathProblems } : {}),
               debug: { backend: "memory-ls", searchMs: Date.now() - started, hits: results.length, tookMs: answer.tookMs },
             });
           } catch (error) {

@@ -8,11 +8,28 @@ import fs from "node:fs";
 import path from "node:path";
 
 export const PROTOCOL_VERSION = "2025-06-18";
+/** The oldest memory-ls this plugin works with (its MCP tools' shapes, memory_status's fields). */
+export const MIN_MEMORY_LS_VERSION = "0.1.0";
+export const UPGRADE_HINT = "upgrade with pip install -U memory-ls (pipx upgrade memory-ls, or uv tool upgrade memory-ls)";
+
+/** -1, 0 or 1: dotted release numbers compared number by number (a suffix such as .dev1 ignored). @param {string} a @param {string} b */
+export function compareVersions(a, b) {
+  const parts = (/** @type {string} */ v) => (/^\s*v?(\d+(?:\.\d+)*)/.exec(v)?.[1] ?? "0").split(".").map(Number);
+  const x = parts(a);
+  const y = parts(b);
+  for (let i = 0; i < Math.max(x.length, y.length); i += 1) {
+    const d = (x[i] ?? 0) - (y[i] ?? 0);
+    if (d) return d < 0 ? -1 : 1;
+  }
+  return 0;
+}
 /** memory-core's own read defaults (dist/read-file-*.mjs: DEFAULT_MEMORY_READ_LINES / _MAX_CHARS). */
 export const DEFAULT_READ_LINES = 120;
 export const DEFAULT_READ_MAX_CHARS = 12000;
 /** Under OpenClaw's 15 s tool budget for a whole memory_search, start included. */
 export const DEFAULT_TIMEOUT_MS = 12000;
+/** A first sync still "running" after this long is taken for a stuck child and stopped. */
+export const FIRST_SYNC_PATIENCE_MS = 10 * 60 * 1000;
 /** memory-ls's memory_search takes at most 50 results. */
 const MAX_RESULTS_CAP = 50;
 /** memory-ls's memory_get takes at most 2000 lines. */
@@ -49,6 +66,14 @@ export class McpChild {
     /** @type {string | null} why the child is gone, once it is */
     this.dead = null;
     this.stderrTail = "";
+    /** the memory-ls version its MCP handshake gave (serverInfo.version) */
+    this.version = null;
+    /** set once the handshake is done: the child answers */
+    this.handshaken = false;
+    /** when the handshake was done (ms since the epoch) */
+    this.handshakeAt = 0;
+    /** set once a memory_search was answered: memory-ls's first sync is over */
+    this.synced = false;
   }
 
   /** Starts the child once; resolves after the MCP handshake. */
@@ -98,7 +123,19 @@ export class McpChild {
         protocolVersion: PROTOCOL_VERSION,
         capabilities: {},
         clientInfo: { name: "openclaw-memory-ls", version: "0.1.0" },
-      }).then(() => {
+      }).then((/** @type {any} */ init) => {
+        const version = typeof init?.serverInfo?.version === "string" ? init.serverInfo.version : null;
+        this.version = version;
+        if (version && compareVersions(version, MIN_MEMORY_LS_VERSION) < 0) {
+          const message = `memory-ls ${version} is older than ${MIN_MEMORY_LS_VERSION}, the oldest this plugin works with (${command}): ${UPGRADE_HINT}, then restart the gateway`;
+          this.fail(message, "MEMORY_LS_TOO_OLD");
+          proc.stdin.end();
+          proc.kill("SIGTERM");
+          reject(new MemoryLsError(message, { code: "MEMORY_LS_TOO_OLD" }));
+          return;
+        }
+        this.handshaken = true;
+        this.handshakeAt = Date.now();
         this.notify("notifications/initialized", {});
         resolve();
       }, reject);
@@ -111,6 +148,7 @@ export class McpChild {
   fail(message, code) {
     if (this.dead) return;
     this.dead = message;
+    this.deadCode = code;
     const error = new MemoryLsError(message, { code });
     for (const { reject } of this.pending.values()) reject(error);
     this.pending.clear();
@@ -139,7 +177,7 @@ export class McpChild {
 
   /** @param {string} method @param {unknown} params @returns {Promise<any>} */
   request(method, params) {
-    if (this.dead) return Promise.reject(new MemoryLsError(this.dead));
+    if (this.dead) return Promise.reject(new MemoryLsError(this.dead, { code: this.deadCode }));
     if (!this.proc) return Promise.reject(new MemoryLsError("memory-ls is not started"));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -337,6 +375,13 @@ export class MemoryLsManager {
     this.shadowedBy = undefined;
     /** @type {any} the last memory_search answer (mode, provider, fallbackReason) */
     this.lastSearch = null;
+    /** extraPaths memory-ls skips: outside the workspace (it only logs them) */
+    this.pathProblems = outsideExtraPaths(opts.workspace, opts.settings.extraPaths);
+  }
+
+  /** The first sync's message while it runs (memory-ls's own words, server/requests.py INDEXING). */
+  indexingMessage() {
+    return `memory-ls's first sync of ${this.opts.workspace} is still running: search again in a moment`;
   }
 
   /** Restarts a child that died (memory-ls upgraded, killed); keeps one that runs. */
@@ -356,6 +401,14 @@ export class MemoryLsManager {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.lastError = message;
+      // A child that answered its handshake but not yet a search is still in its first sync
+      // (memory-ls holds a search until then): say so and let it finish.
+      const child = this.child;
+      if (error instanceof MemoryLsError && error.timedOut && child.handshaken && !child.synced && !child.dead && Date.now() - (child.handshakeAt ?? 0) < FIRST_SYNC_PATIENCE_MS) {
+        const indexing = new MemoryLsError(this.indexingMessage(), { code: "MEMORY_LS_INDEXING" });
+        this.lastError = indexing.message;
+        throw indexing;
+      }
       // A child that did not answer in time is stopped: the next call starts a fresh one
       // rather than queueing behind a stuck request.
       if (error instanceof MemoryLsError && error.timedOut) void this.child.close();
@@ -375,7 +428,9 @@ export class MemoryLsManager {
     const minScore = opts.minScore ?? this.opts.settings.minScore;
     if (typeof minScore === "number" && Number.isFinite(minScore)) args.minScore = Math.min(1, Math.max(0, minScore));
     if (Array.isArray(opts.sources) && opts.sources.length) args.sources = opts.sources;
-    const answer = await this.guarded(() => this.ensureChild().callTool("memory_search", args), opts.signal);
+    const child = this.ensureChild();
+    const answer = await this.guarded(() => child.callTool("memory_search", args), opts.signal);
+    child.synced = true;
     this.lastSearch = answer;
     return (answer.results ?? []).map(toOpenClawResult);
   }
@@ -412,9 +467,14 @@ export class MemoryLsManager {
   /** OpenClaw's MemoryProviderStatus (status() is synchronous: the last memory_status seen). */
   status() {
     const s = this.lastStatus;
+    const indexing = Boolean(s) && s.lastSync == null && !this.child.synced && !this.child.dead;
     const custom = {
       engine: "memory-ls",
       command: this.opts.command,
+      ...(this.child.version ? { version: this.child.version } : {}),
+      minVersion: MIN_MEMORY_LS_VERSION,
+      ...(indexing ? { indexing: this.indexingMessage() } : {}),
+      ...(this.pathProblems.length ? { pathProblems: this.pathProblems } : {}),
       ...(s ? { mode: s.mode, providerReason: s.providerReason ?? undefined, indexPath: s.indexPath, pendingEmbeddings: s.pendingEmbeddings, settingsProblems: s.settingsProblems ?? [], rootProblems: s.rootProblems ?? [], lastSync: s.lastSync ?? null } : {}),
       ...(this.lastError ? { error: this.lastError } : {}),
       ...(this.shadowedBy ? { toolsShadowedBy: this.shadowedBy } : {}),
@@ -454,6 +514,30 @@ export class MemoryLsManager {
   close() {
     return this.child.close();
   }
+}
+
+/**
+ * The extraPaths memory-ls skips because they resolve outside the workspace (memory_ls/workspace.py
+ * logs "extraPaths: X is outside the workspace; skipped" and indexes nothing of them), in its words.
+ * @param {string} workspace @param {string[]} extraPaths @returns {string[]}
+ */
+export function outsideExtraPaths(workspace, extraPaths) {
+  const real = (/** @type {string} */ p) => {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  const root = real(workspace);
+  const home = process.env.HOME ?? "";
+  return extraPaths
+    .filter((extra) => {
+      const expanded = extra.startsWith("~") && home ? path.join(home, extra.slice(1)) : extra;
+      const rel = path.relative(root, real(path.resolve(workspace, expanded)));
+      return rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel);
+    })
+    .map((extra) => `extraPaths: ${extra} is outside the workspace ${workspace}; memory-ls skips it (it reads only files under the workspace): move those notes under the workspace or drop the entry`);
 }
 
 /**

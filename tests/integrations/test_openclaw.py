@@ -15,8 +15,10 @@ setting). Then OpenClaw's own code runs:
 - a session transcript in OpenClaw's format (tests/support/transcript_fixtures.py) under the
   state folder's ``agents/main/sessions/``, with ``memory.search.sources`` holding ``sessions``:
   a line of it found by ``memory_search`` (``corpus=sessions``) and read back by ``memory_get``;
-- the same with ``memory-ls`` off ``PATH``, and with a ``memory-ls`` that never answers: an empty
-  result with the reason, quickly, and no traceback.
+- the same with ``memory-ls`` off ``PATH``, with a ``memory-ls`` that never answers, with one
+  older than the plugin's minimum, with no embedding model, while the first sync of a large
+  workspace runs, and with paths outside the workspace: the reason in the tool result and in
+  the status, quickly, and no traceback.
 
 The memory-ls is this Python's. Without npm or the registry the tests skip saying how to get
 them; under ``CI`` they fail instead.
@@ -176,10 +178,11 @@ class OpenClaw:
         self,
         plugin_config: dict[str, object] | None = None,
         memory_search: dict[str, object] | None = None,
+        workspace: Path | None = None,
     ) -> None:
         config = json.loads(self.config_path.read_text())
         config.setdefault("agents", {}).setdefault("defaults", {})["workspace"] = str(
-            self.workspace
+            workspace or self.workspace
         )
         config.pop("memory", None)
         if memory_search:
@@ -193,14 +196,19 @@ class OpenClaw:
         self.config_path.write_text(json.dumps(config, indent=2))
 
     def drive(
-        self, steps: list[dict[str, object]], *, with_memory_ls: bool = True, timeout: float = 90
+        self,
+        steps: list[dict[str, object]],
+        *,
+        with_memory_ls: bool = True,
+        timeout: float = 90,
+        env: dict[str, str] | None = None,
     ) -> dict:
         steps_file = self.root / f"steps-{time.monotonic_ns()}.json"
         steps_file.write_text(json.dumps(steps, ensure_ascii=False), encoding="utf-8")
         proc = subprocess.run(
             [str(self.node), str(DRIVER), str(self.package), str(steps_file)],
             cwd=self.root,
-            env=self.env(with_memory_ls=with_memory_ls),
+            env={**self.env(with_memory_ls=with_memory_ls), **(env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -441,3 +449,148 @@ console.log(JSON.stringify([
         assert agent["maxResults"] == 3 and agent["minScore"] == 0.2
         assert agent["extraPaths"] == ["notes"]
     assert other["maxResults"] == 9 and other["extraPaths"] == []
+
+
+def _no_stack(result: dict) -> None:
+    text = result["text"]
+    assert "Traceback" not in text and "    at " not in text, text
+
+
+def test_memory_ls_too_old_says_upgrade(openclaw: OpenClaw, tmp_path: Path) -> None:
+    # A stand-in that answers the MCP handshake as memory-ls 0.0.9 would, then nothing.
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "memory-ls", "version": "0.0.9"},
+        },
+    }
+    old = tmp_path / "memory-ls"
+    old.write_text(f"#!/bin/sh\nread line\necho '{json.dumps(init)}'\nexec sleep 30\n")
+    old.chmod(0o755)
+    openclaw.configure({"command": str(old)})
+    try:
+        answer = openclaw.drive(
+            [
+                {"op": "tool", "name": "memory_search", "params": {"query": "payments ledger"}},
+                {"op": "tool", "name": "memory_get", "params": {"path": "MEMORY.md"}},
+                {"op": "manager", "method": "status", "purpose": "status"},
+            ]
+        )
+    finally:
+        openclaw.configure()
+    search = _step(answer, 0)
+    details = search["result"]["details"]
+    too_old = "memory-ls 0.0.9 is older than 0.1.0"
+    assert details["results"] == [] and details["unavailable"] is True, details
+    assert too_old in details["error"] and "pip install -U memory-ls" in details["error"]
+    assert "upgrade" in details["action"]
+    _no_stack(search["result"])
+    assert search["ms"] < 5000
+    got = _step(answer, 1)["result"]["details"]
+    assert got["status"] == "error" and got["code"] == "MEMORY_LS_TOO_OLD", got
+    assert too_old in got["error"]
+    status = _step(answer, 2)["result"]
+    assert too_old in status["custom"]["memoryLs"]["error"], status
+    assert too_old in status["lastSyncError"]
+
+
+def test_no_model_says_keyword_only_and_why(openclaw: OpenClaw, tmp_path: Path) -> None:
+    empty = tmp_path / "empty-cache"
+    empty.mkdir()
+    answer = openclaw.drive(
+        [
+            {"op": "tool", "name": "memory_search", "params": {"query": "payments ledger"}},
+            {"op": "manager", "method": "status", "purpose": "status"},
+        ],
+        env={"XDG_CACHE_HOME": str(empty)},
+    )
+    search = _step(answer, 0)["result"]
+    details = search["details"]
+    assert details["results"] and details["mode"] == "keyword-only", details
+    assert "memory-ls model pull" in details["fallback"]["reason"], details
+    _no_stack(search)
+    status = _step(answer, 1)["result"]
+    assert status["custom"]["memoryLs"]["mode"] == "keyword", status
+    assert "memory-ls model pull" in status["fallback"]["reason"], status
+    assert "memory-ls model pull" in status["custom"]["memoryLs"]["providerReason"]
+
+
+def test_a_search_during_the_first_sync_says_so(openclaw: OpenClaw, tmp_path: Path) -> None:
+    # 12,000 notes: memory-ls's first sync of them takes seconds, past the 2.5 s time limit
+    # (its handshake, about 1 s, comes before it). memory-ls holds a search until that sync is
+    # done; the plugin says the sync is running and lets it finish rather than stopping it.
+    big = tmp_path / "big"
+    (big / "memory").mkdir(parents=True)
+    words = ["alpha", "beta", "gamma", "delta", "ledger", "payments", "zeta", "theta"]
+    for i in range(12000):
+        text = " ".join(words[(i + j) % len(words)] for j in range(200))
+        (big / "memory" / f"n{i:05d}.md").write_text(f"# note {i}\n\n{text}\n")
+    (big / "memory" / "n00000.md").write_text("# note 0\n\nThe quillwort audit is due.\n")
+    openclaw.configure({"timeoutMs": 2500}, workspace=big)
+    try:
+        answer = openclaw.drive(
+            [
+                {"op": "tool", "name": "memory_search", "params": {"query": "quillwort audit"}},
+                {"op": "manager", "method": "status", "purpose": "status"},
+                {
+                    "op": "until",
+                    "query": "quillwort audit",
+                    "path": "memory/n00000.md",
+                    "withinMs": 60000,
+                },
+            ],
+            env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
+            timeout=150,
+        )
+    finally:
+        openclaw.configure()
+    search = _step(answer, 0)
+    details = search["result"]["details"]
+    assert details["results"] == [] and details["indexing"] is True, details
+    assert "first sync" in details["error"] and "still running" in details["error"], details
+    assert "Retry" in details["action"]
+    _no_stack(search["result"])
+    assert search["ms"] < 5000
+    status = _step(answer, 1)["result"]
+    assert "still running" in status["custom"]["memoryLs"]["indexing"], status
+    later = _step(answer, 2)["result"]
+    assert later["found"], later
+
+
+def test_paths_outside_the_workspace_say_why(openclaw: OpenClaw, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret.md").write_text("# Secret\n\nThe vault code is 1234.\n")
+    openclaw.configure(memory_search={"extraPaths": [str(elsewhere)]})
+    try:
+        answer = openclaw.drive(
+            [
+                {"op": "tool", "name": "memory_search", "params": {"query": "vault code"}},
+                {
+                    "op": "tool",
+                    "name": "memory_get",
+                    "params": {"path": str(elsewhere / "secret.md")},
+                },
+                {"op": "tool", "name": "memory_get", "params": {"path": "../elsewhere/secret.md"}},
+                {"op": "manager", "method": "status", "purpose": "status"},
+            ]
+        )
+    finally:
+        openclaw.configure()
+    search = _step(answer, 0)["result"]
+    details = search["details"]
+    assert details["results"] == [], details
+    (warning,) = details["warnings"]
+    assert f"extraPaths: {elsewhere} is outside the workspace" in warning, warning
+    _no_stack(search)
+    for index in (1, 2):
+        got = _step(answer, index)["result"]
+        assert got["details"]["status"] == "error", got
+        assert "outside the workspace" in got["details"]["error"], got
+        assert "1234" not in got["text"]
+        _no_stack(got)
+    status = _step(answer, 3)["result"]
+    assert status["custom"]["memoryLs"]["pathProblems"] == [warning], status
