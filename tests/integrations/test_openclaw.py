@@ -519,17 +519,19 @@ def test_no_model_says_keyword_only_and_why(openclaw: OpenClaw, tmp_path: Path) 
 
 
 def test_a_search_during_the_first_sync_says_so(openclaw: OpenClaw, tmp_path: Path) -> None:
-    # 12,000 notes: memory-ls's first sync of them takes seconds, past the 2.5 s time limit
-    # (its handshake, about 1 s, comes before it). memory-ls holds a search until that sync is
-    # done; the plugin says the sync is running and lets it finish rather than stopping it.
+    # 30,000 notes: memory-ls's first sync of them takes about 12 s on an idle 2-core machine,
+    # far past the 4 s time limit, while its handshake (about 1 s) comes well before it: the
+    # margins hold on a machine three times slower or twice as fast. memory-ls holds a search
+    # until that sync is done; the plugin says the sync is running and lets it finish rather
+    # than stopping it.
     big = tmp_path / "big"
     (big / "memory").mkdir(parents=True)
     words = ["alpha", "beta", "gamma", "delta", "ledger", "payments", "zeta", "theta"]
-    for i in range(12000):
+    for i in range(30000):
         text = " ".join(words[(i + j) % len(words)] for j in range(200))
         (big / "memory" / f"n{i:05d}.md").write_text(f"# note {i}\n\n{text}\n")
     (big / "memory" / "n00000.md").write_text("# note 0\n\nThe quillwort audit is due.\n")
-    openclaw.configure({"timeoutMs": 2500}, workspace=big)
+    openclaw.configure({"timeoutMs": 4000}, workspace=big)
     try:
         answer = openclaw.drive(
             [
@@ -539,11 +541,11 @@ def test_a_search_during_the_first_sync_says_so(openclaw: OpenClaw, tmp_path: Pa
                     "op": "until",
                     "query": "quillwort audit",
                     "path": "memory/n00000.md",
-                    "withinMs": 60000,
+                    "withinMs": 180000,
                 },
             ],
             env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
-            timeout=150,
+            timeout=300,
         )
     finally:
         openclaw.configure()
@@ -553,7 +555,7 @@ def test_a_search_during_the_first_sync_says_so(openclaw: OpenClaw, tmp_path: Pa
     assert "first sync" in details["error"] and "still running" in details["error"], details
     assert "Retry" in details["action"]
     _no_stack(search["result"])
-    assert search["ms"] < 5000
+    assert search["ms"] < 8000
     status = _step(answer, 1)["result"]
     assert "still running" in status["custom"]["memoryLs"]["indexing"], status
     later = _step(answer, 2)["result"]
