@@ -1,12 +1,15 @@
-"""Memory hygiene benchmark (issue 37): duplicate precision and recall on a labelled set,
-findings on its clean notes, and the time to check a generated 10,000-note workspace.
+"""Memory hygiene benchmark (issue 37): duplicate and conflict precision and recall on a
+labelled set, findings on its clean notes (and conflict findings on its near-misses), and the
+time to check a generated 10,000-note workspace.
 
 The labelled set is bench/hygiene/ (written for this benchmark: a MEMORY.md, two topic files
 and a dozen dated notes with verbatim and reworded copies, near-misses that are not copies and
-clean notes; labels.json says which line repeats which file). It is checked twice: keyword-only
-(no vectors: what `memory-ls check` does on an index that was never embedded) and, when a local
-model is found, after `memory-ls index` embedded the chunks and their lines (the line vectors
-then confirm close pairs).
+clean notes; labels.json says which line repeats which file, and which older line a newer
+note supersedes: "moved off Helm to Kustomize", "no longer", a version changed for the same
+service, beside near-misses such as another service's version or another day's event). It is
+checked twice: keyword-only (no vectors: what `memory-ls check` does on an index that was never
+embedded) and, when a local model is found, after `memory-ls index` embedded the chunks and their
+lines (the line vectors then confirm close pairs).
 
     python bench/hygiene.py                  # both modes, and 10,000 generated notes
     python bench/hygiene.py --files 0        # the labelled set only
@@ -61,6 +64,33 @@ def score(found: list[Finding], labels: dict) -> dict:
         "wrong": [f"{f.path}:{f.start_line}" for f in dups if not any(
             k[0] == f.path and f.start_line <= k[1] <= f.end_line for k in want)],
         "onClean": len(clean),
+        "conflict": conflict_score(found, labels),
+    }  # fmt: skip
+
+
+def conflict_score(found: list[Finding], labels: dict) -> dict:
+    """``conflict`` findings against labels.json's ``conflicts`` (the older passage, and the
+    newer file it is superseded by): precision, recall, and findings on the clean notes and
+    on the labelled near-misses (each of those is a wrong warning)."""
+    got = [f for f in found if f.code == "conflict"]
+    want = {(c["path"], c["line"]): c["newer"] for c in labels["conflicts"]}
+    hit: set[tuple[str, int]] = set()
+    right = []
+    for f in got:
+        mine = {k for k in want if k[0] == f.path and f.start_line <= k[1] <= f.end_line}
+        ok = {k for k in mine if want[k] in {r.path for r in f.related}}
+        hit |= ok
+        right.append(bool(ok))
+    near = [n.split(" ", 1)[0] for n in labels["conflict_near_misses"]]
+    return {
+        "findings": len(got),
+        "precision": sum(right) / len(got) if got else 1.0,
+        "recall": len(hit) / len(want),
+        "missed": sorted(f"{p}:{n}" for p, n in set(want) - hit),
+        "wrong": [f"{f.path}:{f.start_line} -> {f.related[0].citation}"
+                  for f, ok in zip(got, right, strict=True) if not ok],
+        "onClean": sum(any(_in(f, c) for c in labels["clean"]) for f in got),
+        "onNearMisses": sum(any(_in(f, n) for n in near) for f in got),
     }  # fmt: skip
 
 

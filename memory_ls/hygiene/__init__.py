@@ -1,6 +1,6 @@
 """Memory hygiene: checks over what the index already holds (each memory file's lines, from
 its chunks, and the line vectors when there are any), each a plain function with a stable
-code and a severity the settings choose: ``duplicate``, ``load-cap``, ``expired``,
+code and a severity the settings choose: ``duplicate``, ``conflict``, ``load-cap``, ``expired``,
 ``front-matter``, ``orphan``. A consumer of the index: it reads, never writes, and never
 changes how a file is indexed."""
 

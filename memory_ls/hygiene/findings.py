@@ -10,7 +10,8 @@ LOAD_CAP = "load-cap"
 EXPIRED = "expired"
 FRONT_MATTER = "front-matter"
 ORPHAN = "orphan"
-CODES = (DUPLICATE, LOAD_CAP, EXPIRED, FRONT_MATTER, ORPHAN)
+CONFLICT = "conflict"
+CODES = (DUPLICATE, CONFLICT, LOAD_CAP, EXPIRED, FRONT_MATTER, ORPHAN)
 
 # LSP's DiagnosticSeverity order: the lower the rank, the more serious.
 SEVERITY_RANK = {"error": 1, "warning": 2, "information": 3, "hint": 4}

@@ -33,9 +33,10 @@ from ..index.backend import IndexBackend
 from ..index.rows import FileState
 from ..workspace import ROOT_FILES
 from . import checks, duplicates
+from .conflicts import Superseded
 from .corpus import Doc, LineVectors, draft_doc, load_docs
 from .duplicates import COSINE, RANK, Weights, judge
-from .findings import DUPLICATE, LOAD_CAP, ORPHAN, Finding
+from .findings import CONFLICT, DUPLICATE, LOAD_CAP, ORPHAN, Finding
 from .keys import Keys
 from .passages import Passage, passages
 
@@ -68,6 +69,7 @@ class Checker:
         self.rank: dict[int, tuple[tuple[int, str, str], int]] = {}
         self.df: Counter[str] = Counter()
         self.keys = Keys()
+        self.check_conflicts = False
         self.best: dict[int, _Match] = {}  # a later passage -> the passage it repeats
         self.pending: set[tuple[int, int]] = set()  # (earlier, later): for the vectors to say
         self.next_pid = 0
@@ -79,6 +81,7 @@ class Checker:
         self.dirty: set[str] = set()  # files whose findings may have changed since
         self.orphans: dict[str, list[Finding]] = {}  # by file
         self.orphans_stale = True  # to find again: memory files came or went, or an index changed
+        self.conflicts = Superseded(self.ps, self.rank, self._date, self.dirty)
 
     # -- keeping up with the index ---------------------------------------------------------
     def _reset(self) -> None:
@@ -127,18 +130,22 @@ class Checker:
     ) -> None:
         self._reset()
         self.single_for = (today, tuple(sorted(on.items())))
+        self.check_conflicts = CONFLICT in on
         docs = {d.path: d for d in load_docs(store)}
         for path, st in states.items():
             self.files[path] = _File(st.hash, None)
         new = self._add(sorted(docs.values(), key=Doc.order), states, on, today)
         self.built, self.churn = len(new), 0
-        if DUPLICATE not in on:
+        if DUPLICATE not in on and CONFLICT not in on:
             return
         keyed = ((pid, set(duplicates.keys(self.ps[pid], self.df))) for pid in new)
         pairs: set[tuple[int, int]] = set()
         for group in self.keys.build(keyed):
             pairs.update((a, b) for i, a in enumerate(group) for b in group[i + 1 :])
         self._judge(store, pairs)
+        if CONFLICT in on:
+            self.conflicts.watch(new, self.df)
+            self.conflicts.changed(new, all_old=False)
 
     def _update(
         self,
@@ -165,7 +172,7 @@ class Checker:
         # Orphans follow which memory files there are and what the index files link.
         if had != set(docs) or any(posixpath.basename(p) in ROOT_FILES for p in changed):
             self.orphans_stale = True
-        if DUPLICATE not in on:
+        if DUPLICATE not in on and CONFLICT not in on:
             return
         for pid in new:
             self.keys.add(pid, set(duplicates.keys(self.ps[pid], self.df)))
@@ -174,6 +181,9 @@ class Checker:
             for group in self.keys.groups(list(duplicates.keys(self.ps[pid], self.df))):
                 pairs.update(self._ordered(pid, o) for o in group if o != pid)
         self._judge(store, pairs)
+        if CONFLICT in on:
+            self.conflicts.watch(new, self.df)
+            self.conflicts.changed([*new, *redo], all_old=True)
 
     def _add(
         self, docs: list[Doc], states: Mapping[str, FileState], on: dict[str, str], today: date
@@ -206,10 +216,12 @@ class Checker:
                     del self.df[w]
             self.keys.drop(pid)
             self.best.pop(pid, None)
+            self.conflicts.forget(pid)
         redo = {later for later, m in self.best.items() if m.earlier in gone}
         for later in redo:
             del self.best[later]
             self.dirty.add(self.ps[later].path)
+        redo |= self.conflicts.stale(gone)
         self.pending = {pair for pair in self.pending if not (set(pair) & gone)}
         return redo
 
@@ -220,6 +232,8 @@ class Checker:
         weight = Weights(self.df, len(self.ps))
         maybe = []
         for a, b in pairs:
+            if self.check_conflicts:
+                self.conflicts.judge(a, b)
             how = judge(self.ps[b], self.ps[a], weight)
             if how == "maybe":
                 maybe.append((a, b))
@@ -246,6 +260,10 @@ class Checker:
             self.pending.discard((a, b))
             if cos >= COSINE:
                 self._keep(b, _Match(a, "paraphrase"))
+
+    def _date(self, path: str) -> date | None:
+        f = self.files.get(path)
+        return f.doc.date if f is not None and f.doc is not None else None
 
     def _keep(self, later: int, m: _Match) -> None:
         """The best match of a passage: the closest, then the earliest."""
@@ -280,6 +298,8 @@ class Checker:
                 mine += f.single
                 if DUPLICATE in on and any(pid in self.best for pid in f.pids):
                     mine += self._duplicates(f.pids, on[DUPLICATE], draft=False)
+                if CONFLICT in on:
+                    mine += self.conflicts.findings(f.pids, on[CONFLICT])
             mine += self.orphans.get(path, [])
             if mine:
                 self.found[path] = sorted(mine, key=lambda f: (f.start_line, f.code))

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..index.backend import IndexBackend
 from ..settings.hygiene import HygieneSettings
-from .findings import DUPLICATE, EXPIRED, FRONT_MATTER, LOAD_CAP, ORPHAN, Finding
+from .findings import CONFLICT, DUPLICATE, EXPIRED, FRONT_MATTER, LOAD_CAP, ORPHAN, Finding
 from .incremental import Checker
 
 
@@ -15,6 +15,7 @@ def severities(settings: HygieneSettings) -> dict[str, str]:
     """The severity of each check that is on, by code."""
     each: dict[str, Any] = {
         DUPLICATE: settings.duplicate,
+        CONFLICT: settings.conflict,
         LOAD_CAP: settings.load_cap,
         EXPIRED: settings.expired,
         FRONT_MATTER: settings.front_matter,

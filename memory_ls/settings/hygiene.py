@@ -33,6 +33,15 @@ class DuplicateSettings:
 
 
 @dataclass
+class ConflictSettings:
+    enabled: bool = _enabled(
+        'passages that a newer passage says have changed ("moved from X to Y", "no longer", '
+        '"instead of", or a dated note stating the same thing with another value), on the older'
+    )
+    severity: str = _severity("conflict", "information")
+
+
+@dataclass
 class LoadCapSettings:
     enabled: bool = _enabled(
         "the first line past an agent's load cap in an always-loaded file (`MEMORY.md`: "
@@ -67,6 +76,7 @@ class OrphanSettings:
 @dataclass
 class HygieneSettings:
     duplicate: DuplicateSettings = field(default_factory=DuplicateSettings)
+    conflict: ConflictSettings = field(default_factory=ConflictSettings)
     load_cap: LoadCapSettings = field(default_factory=LoadCapSettings)
     expired: ExpiredSettings = field(default_factory=ExpiredSettings)
     front_matter: FrontMatterSettings = field(default_factory=FrontMatterSettings)

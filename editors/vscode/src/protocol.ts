@@ -72,7 +72,7 @@ export interface GetResult {
 
 /** A finding of the memory checks (`memory/check`, `memory-ls check --json`); lines are 1-based, inclusive. */
 export interface Finding {
-  code: 'duplicate' | 'load-cap' | 'expired' | 'front-matter' | 'orphan';
+  code: 'duplicate' | 'conflict' | 'load-cap' | 'expired' | 'front-matter' | 'orphan';
   severity: 'error' | 'warning' | 'information' | 'hint';
   path: string;
   startLine: number;
