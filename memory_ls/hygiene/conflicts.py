@@ -53,6 +53,12 @@ _NO_LONGER = re.compile(
     r"\bno\s+longer\b|\bnot\b[^.;!?]*\b(?:anymore|any\s+more)\b|\bstopped\b", re.IGNORECASE
 )
 _WORD = re.compile(r"[\w][\w.\-/:@+#]*[\w]|[\w]")
+# One pass that finds the few passages the patterns above are worth trying on (they backtrack).
+_TRIGGER = re.compile(
+    r"\b(?:moved|switched|migrated|changed|went|moving|switching|migrating|replaced|instead|"
+    r"rather|longer|anymore|any\s+more|stopped)\b",
+    re.IGNORECASE,
+)
 # Words that say when, or that there was a change: not the subject of the change.
 CHANGE_WORDS = frozenset(
     fold(w)
@@ -110,6 +116,8 @@ def _stems(text: str, limit: int) -> frozenset[str]:
 def change(p: Passage) -> Change | None:
     """The change a passage says happened, if it says one."""
     text = p.text
+    if not _TRIGGER.search(text):
+        return None
     m = _MOVE.search(text) or _REPLACED.search(text)
     if m:
         old, new = _stems(m["old"], 2), _stems(m["new"] or "", 1)
@@ -140,7 +148,7 @@ def _stems_list(text: str) -> list[str]:
 
 def _said(older: Passage, newer: Passage, c: Change) -> bool:
     """Whether ``newer``'s change is said of what ``older`` states."""
-    if older.negated or change(older) is not None:
+    if older.negated:  # (and it says no change of its own: ``judge``)
         return False
     rest = c.rest
     if len(rest) < SUBJECT or not rest <= older.stems:
@@ -153,10 +161,12 @@ def _said(older: Passage, newer: Passage, c: Change) -> bool:
 
 def _changed_value(a: Passage, b: Passage) -> bool:
     """The same statement with one value changed (a number, a version, a name)."""
-    if a.negated or b.negated or _EVENT.search(a.text) or _EVENT.search(b.text):
+    if a.negated or b.negated:
         return False
     only_a, only_b = a.stems - b.stems, b.stems - a.stems
     if not (1 <= len(only_a) <= MAX_VALUE and 1 <= len(only_b) <= MAX_VALUE):
+        return False
+    if _EVENT.search(a.text) or _EVENT.search(b.text):
         return False
     if not (only_a & a.specific and only_b & b.specific):
         return False
@@ -175,13 +185,23 @@ def _changed_value(a: Passage, b: Passage) -> bool:
     return True
 
 
+_UNKNOWN = Change(frozenset(), frozenset(), frozenset(), False)
+
+
 def judge(
-    x: Passage, y: Passage, x_date: date | None, y_date: date | None
+    x: Passage,
+    y: Passage,
+    x_date: date | None,
+    y_date: date | None,
+    cx: Change | None = _UNKNOWN,
+    cy: Change | None = _UNKNOWN,
 ) -> tuple[Passage, Passage] | None:
-    """(older, newer) when one of two passages of different files supersedes the other."""
+    """(older, newer) when one of two passages of different files supersedes the other;
+    ``cx``, ``cy``: their ``change`` when known."""
     if x.path == y.path:
         return None
-    cx, cy = change(x), change(y)
+    cx = change(x) if cx is _UNKNOWN else cx
+    cy = change(y) if cy is _UNKNOWN else cy
     if cy is not None and cx is None and _said(x, y, cy):
         older, newer = x, y
     elif cx is not None and cy is None and _said(y, x, cx):
@@ -227,12 +247,13 @@ class Superseded:
         self.newer: dict[int, int] = {}  # an older passage -> a newer one that supersedes it
         self.changes: dict[int, str] = {}  # a passage saying a change -> a word it needs
         self.by_word: dict[str, set[int]] = {}  # that word -> the passages that need it
+        self.said: dict[int, Change | None] = {}  # each passage's change, read once
 
     def watch(self, pids: list[int], df: Mapping[str, int]) -> None:
         """Note the passages that say a change ("moved off Helm", "no longer"), by the rarest
         word a passage they are said of must hold."""
         for pid in pids:
-            c = change(self.ps[pid])
+            c = self.said[pid] = change(self.ps[pid])
             if c is not None and c.needs:
                 word = min(c.needs, key=lambda w: (df.get(w, 0), w))
                 self.changes[pid] = word
@@ -259,7 +280,10 @@ class Superseded:
         """Whether one of a pair supersedes the other; an older passage keeps its earliest
         newer one."""
         pa, pb = self.ps[a], self.ps[b]
-        got = judge(pa, pb, self.date_of(pa.path), self.date_of(pb.path))
+        if pa.path == pb.path:
+            return
+        ca, cb = self.said.get(a, _UNKNOWN), self.said.get(b, _UNKNOWN)
+        got = judge(pa, pb, self.date_of(pa.path), self.date_of(pb.path), ca, cb)
         if got is None:
             return
         older, newer = (a, b) if got[0] is pa else (b, a)
@@ -270,6 +294,7 @@ class Superseded:
 
     def forget(self, pid: int) -> None:
         self.newer.pop(pid, None)
+        self.said.pop(pid, None)
         word = self.changes.pop(pid, None)
         if word is not None:
             self.by_word[word].discard(pid)

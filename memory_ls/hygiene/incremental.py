@@ -136,6 +136,8 @@ class Checker:
             self.files[path] = _File(st.hash, None)
         new = self._add(sorted(docs.values(), key=Doc.order), states, on, today)
         self.built, self.churn = len(new), 0
+        if CONFLICT in on:
+            self.conflicts.watch(new, self.df)
         if DUPLICATE not in on and CONFLICT not in on:
             return
         keyed = ((pid, set(duplicates.keys(self.ps[pid], self.df))) for pid in new)
@@ -144,7 +146,6 @@ class Checker:
             pairs.update((a, b) for i, a in enumerate(group) for b in group[i + 1 :])
         self._judge(store, pairs)
         if CONFLICT in on:
-            self.conflicts.watch(new, self.df)
             self.conflicts.changed(new, all_old=False)
 
     def _update(
@@ -172,6 +173,8 @@ class Checker:
         # Orphans follow which memory files there are and what the index files link.
         if had != set(docs) or any(posixpath.basename(p) in ROOT_FILES for p in changed):
             self.orphans_stale = True
+        if CONFLICT in on:
+            self.conflicts.watch(new, self.df)
         if DUPLICATE not in on and CONFLICT not in on:
             return
         for pid in new:
@@ -182,7 +185,6 @@ class Checker:
                 pairs.update(self._ordered(pid, o) for o in group if o != pid)
         self._judge(store, pairs)
         if CONFLICT in on:
-            self.conflicts.watch(new, self.df)
             self.conflicts.changed([*new, *redo], all_old=True)
 
     def _add(
