@@ -12,7 +12,8 @@ closeness alone.
   service off Redis" says nothing about the billing service's Redis.
 - Or two dated notes (different dates) state the same thing with one value changed: the same
   words but one or two in a row, which name something (a number, a version, a name), after at
-  least two shared content words ("the ledger service runs Postgres 15" / "... Postgres 16").
+  least two shared content words, and both name something else alike ("the ledger service runs
+  Postgres 15" / "... Postgres 16"; not "Edit number 12 of this note" / "... 57 ...").
   A changed value before that is the subject changing ("the analytics service runs ..."), and
   an event ("was", "took", "this morning") is true of its day, not superseded by another day's;
   a changed date or month says when, not what.
@@ -169,6 +170,8 @@ def _changed_value(a: Passage, b: Passage) -> bool:
     if _EVENT.search(a.text) or _EVENT.search(b.text):
         return False
     if not (only_a & a.specific and only_b & b.specific):
+        return False
+    if not (a.specific & b.specific):  # a subject named in both: not a counter in a template
         return False
     if any(_WHEN.match(w) for w in only_a | only_b):
         return False

@@ -65,6 +65,7 @@ def test_the_same_subject_with_another_value_is_a_conflict_another_subject_is_no
         "- The ledger service runs Postgres 15 on the shared database cluster.\n"
         "- The staging deploy took 14 minutes end to end.\n"
         "\nDate: 2:01 pm on 23 January, 2026\n"
+        "\nAn edit number 12 of this note, written now.\n"
         "- We deploy the web app with Helm charts from the infra repo.\n",
     )
     write(
@@ -74,6 +75,7 @@ def test_the_same_subject_with_another_value_is_a_conflict_another_subject_is_no
         "- The ledger service runs Postgres 16 on the shared database cluster.\n"
         "- The staging deploy took 22 minutes end to end.\n"
         "\nDate: 2:01 pm on 9 January, 2026\n"
+        "\nAn edit number 57 of this note, written now.\n"
         "- We moved the search service off Helm to Kustomize overlays.\n",
     )
     write(
@@ -85,7 +87,8 @@ def test_the_same_subject_with_another_value_is_a_conflict_another_subject_is_no
         found = e.check(TODAY)
     # Postgres 15 -> 16 for the ledger service; not: the reporting service's 14 (another
     # subject), the deploy that took another time on another day (an event), the search
-    # service moving off Helm (the web app's Helm is another subject), a session's date line.
+    # service moving off Helm (the web app's Helm is another subject), a session's date line,
+    # a counter in a line that names nothing else.
     assert conflicts(found) == [("memory/2026-01-05.md", 3, "memory/2026-03-02.md#L3")]
 
 
