@@ -13,11 +13,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { openWorkbench } from './browser';
 import { Check, searchFor } from './checks';
 import { CodeServer, installExtension } from './codeServer';
 import { ARTIFACTS, copyDemo, MissingPart, pathWithoutServer } from './env';
-import { Instance, Parts } from './suite';
+import { attach, Instance, Parts } from './suite';
 import { MEMORY_STATUS, Workbench } from './workbench';
 import { REPO } from '../test/helpers';
 
@@ -77,29 +76,7 @@ export async function launchEmptyProfile(parts: Parts, name: string): Promise<In
     { tools: parts.tools, home, extensionsDir, workspace, pathEnv, log: path.join(ARTIFACTS, `code-server-${name}.log`) },
     { 'memory.trace.server': 'verbose' },
   );
-  let session;
-  try {
-    session = await openWorkbench(codeServer.url);
-  } catch (error) {
-    await codeServer.stop();
-    throw error;
-  }
-  session.page.setDefaultTimeout(20_000);
-  const wb = new Workbench(session.page);
-  await session.page.locator(MEMORY_STATUS).waitFor({ timeout: 60_000 });
-  return {
-    codeServer,
-    session,
-    wb,
-    workspace,
-    close: async () => {
-      await session.browser.close();
-      await codeServer.stop();
-      const logs = path.join(ARTIFACTS, `logs-${name}`);
-      fs.rmSync(logs, { recursive: true, force: true });
-      fs.cpSync(path.join(home, 'user-data', 'logs'), logs, { recursive: true });
-    },
-  };
+  return attach(codeServer, name, home, workspace);
 }
 
 async function statusText(wb: Workbench): Promise<string> {

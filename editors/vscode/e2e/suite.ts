@@ -76,6 +76,12 @@ export async function launch(parts: Parts, name: string, withServer: boolean, se
     // The LSP traffic in the Memory output channel, kept with the other logs.
     { 'memory.trace.server': 'verbose', ...setup?.settings },
   );
+  return attach(codeServer, name, home, workspace);
+}
+
+/** A started code-server opened in chromium, once the Memory status item shows, as an
+ * Instance whose close() stops both and keeps the workbench logs with the artifacts. */
+export async function attach(codeServer: CodeServer, name: string, home: string, workspace: string): Promise<Instance> {
   let session: Session;
   try {
     session = await openWorkbench(codeServer.url);
