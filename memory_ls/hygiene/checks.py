@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import date
 from urllib.parse import unquote
 
+from ..sources import frontmatter
 from ..workspace import ROOT_FILES
-from . import frontmatter
 from .corpus import Doc
 from .findings import EXPIRED, FRONT_MATTER, LOAD_CAP, ORPHAN, Finding, Related
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..search.query import stop_words
-from .frontmatter import front_matter_end
+from ..sources.frontmatter import front_matter_end
 
 MIN_WORDS = 6  # "Use pnpm.", "Done.": too short to say the same thing twice by chance
 _FENCE = re.compile(r"^\s*(```|~~~)")
