@@ -17,6 +17,7 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 
+import { HealthView } from './healthView';
 import * as P from './protocol';
 import { citationInsertion, HitItem, Latest, resultToItems, searchSummary } from './searchItems';
 import { installCommand, resolveServerCommand, RestartBudget, ServerCommand, startFailureMessage } from './serverCommand';
@@ -54,6 +55,8 @@ class MemoryExtension {
   private readonly statusItem: vscode.StatusBarItem;
   private readonly progress = new ProgressTracker();
   private state: UiState = { phase: 'starting' };
+  /** The findings by kind, from the Health view: kept apart from `state`, which a start replaces. */
+  private health: UiState['health'] = [];
   private statusDoc = '';
   private readonly statusChanged = new vscode.EventEmitter<vscode.Uri>();
   private readonly settingKeys: string[];
@@ -94,6 +97,12 @@ class MemoryExtension {
       vscode.commands.registerCommand('memoryLs.installServer', () => this.installServer()),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigChange(e)),
       vscode.workspace.onDidSaveTextDocument((d) => d.languageId === 'markdown' && this.scheduleRefresh(1500)),
+    );
+    sub.push(
+      new HealthView((byKind) => {
+        this.health = byKind;
+        this.render();
+      }),
     );
     this.render();
     this.statusItem.show();
@@ -376,7 +385,7 @@ class MemoryExtension {
 
   // -- status -----------------------------------------------------------------------------
   private render(): void {
-    const view = statusBar(this.state);
+    const view = statusBar({ ...this.state, health: this.health });
     this.statusItem.text = view.text;
     this.statusItem.tooltip = view.tooltip;
     this.statusItem.backgroundColor = view.error

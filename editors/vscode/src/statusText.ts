@@ -2,6 +2,7 @@
 
 import type * as P from './protocol';
 import type { FolderStatus, StatusResult, StoreStatus, WorkDoneValue } from './protocol';
+import { Count, countsText } from './health';
 import { modeLabel } from './searchItems';
 
 export interface ProgressState {
@@ -52,6 +53,8 @@ export interface UiState {
   status?: StatusResult;
   progress?: ProgressState;
   error?: string;
+  /** The memory checks' findings by kind (health.ts), shown in the tooltip when there are some. */
+  health?: Count[];
 }
 
 export interface StatusBarView {
@@ -139,6 +142,10 @@ export function statusBar(state: UiState): StatusBarView {
   const pending = fs.reduce((n, f) => n + (f.provider ? (f.pendingEmbeddings ?? 0) : 0), 0);
   if (fs.length) {
     lines.push(`${files} files, ${chunks} chunks${pending ? `, ${pending} waiting for vectors` : ''}`);
+  }
+  const findings = countsText(state.health ?? []);
+  if (findings) {
+    lines.push(`Memory health: ${findings} (Memory: Show Health)`);
   }
   lines.push('Click to show the full status.');
   const tooltip = lines.join('\n');

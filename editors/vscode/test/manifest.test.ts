@@ -8,7 +8,12 @@ import { test } from 'node:test';
 import { EXTENSION_DIR } from './helpers';
 
 const pkg = JSON.parse(fs.readFileSync(path.join(EXTENSION_DIR, 'package.json'), 'utf8'));
-const glue = fs.readFileSync(path.join(EXTENSION_DIR, 'src', 'extension.ts'), 'utf8');
+const SRC = path.join(EXTENSION_DIR, 'src');
+const glue = fs
+  .readdirSync(SRC)
+  .filter((f) => f.endsWith('.ts'))
+  .map((f) => fs.readFileSync(path.join(SRC, f), 'utf8'))
+  .join('\n');
 
 test('every contributed command is registered and vice versa', () => {
   const contributed = (pkg.contributes.commands as { command: string }[]).map((c) => c.command).sort();
@@ -41,4 +46,15 @@ test('keybindings point at contributed commands', () => {
   for (const kb of pkg.contributes.keybindings as { command: string }[]) {
     assert.ok(ids.has(kb.command), kb.command);
   }
+});
+
+test('the Health view: in its own panel container, with a welcome for no findings and a command that focuses it', () => {
+  const container = pkg.contributes.viewsContainers.panel.find((c: { id: string }) => c.id === 'memoryLs');
+  assert.ok(container, 'a Memory container in the panel, beside Problems');
+  const views = pkg.contributes.views.memoryLs as { id: string; name: string }[];
+  assert.deepEqual(views.map((v) => v.id), ['memoryLs.health']);
+  assert.ok(glue.includes(`VIEW_ID = '${views[0].id}'`), 'healthView.ts creates the contributed view');
+  const welcome = pkg.contributes.viewsWelcome.find((w: { view: string }) => w.view === 'memoryLs.health');
+  assert.match(welcome.contents, /^No findings/);
+  assert.ok(glue.includes('${VIEW_ID}.focus'), 'Memory: Show Health focuses the view');
 });

@@ -76,6 +76,21 @@ test('statusBar shows progress, then the mode', () => {
   assert.ok(fb.warning);
 });
 
+test('statusBar tooltip: the findings by kind when there are some, nothing when there are none', () => {
+  const health = [
+    { code: 'duplicate', count: 2 },
+    { code: 'orphan', count: 1 },
+  ];
+  const tip = statusBar({ phase: 'running', status: HYBRID, health }).tooltip.split('\n');
+  assert.deepEqual(tip.slice(-2), ['Memory health: 3 findings: 2 duplicate, 1 orphan (Memory: Show Health)', 'Click to show the full status.']);
+  assert.match(statusBar({ phase: 'running', status: { ...HYBRID, syncing: true }, health }).tooltip, /2 duplicate, 1 orphan/);
+  const clean = statusBar({ phase: 'running', status: HYBRID, health: [] }).tooltip;
+  assert.equal(clean, statusBar({ phase: 'running', status: HYBRID }).tooltip);
+  assert.doesNotMatch(clean, /finding/);
+  // Not running: the tooltip says why, not what an old server found.
+  assert.doesNotMatch(statusBar({ phase: 'failed', error: 'spawn ENOENT', health }).tooltip, /finding/);
+});
+
 test('statusMarkdown is a readable document', () => {
   const md = statusMarkdown(HYBRID, { command: '/usr/bin/memory-ls serve', version: '0.1.0' });
   assert.match(md, /^# Memory status/);
