@@ -20,7 +20,9 @@ closeness alone.
 
 The finding sits on the older passage and points at the newer one. Older: the one the change
 is said against (a note that says "no longer" is the newer whatever its file); for two dated
-notes without such words, the earlier date.
+notes without such words, the earlier date. A passage already marked superseded (its lines
+struck through, ``~~...~~``, or its file's front matter holding ``superseded_by:``, as the code
+action writes them) is not flagged.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 
+from ..sources.frontmatter import front_matter_end, key_line
 from .findings import CONFLICT, Finding, Related
 from .passages import NEGATIONS, STOPWORDS, Passage, fold
 
@@ -82,6 +85,9 @@ _EVENT = re.compile(
 _WHEN = re.compile(
     r"^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*$|^(?:19|20)\d\d(?:-\d\d){0,2}$"
 )
+SUPERSEDED_BY = "superseded_by"  # the front matter key that marks a whole file superseded
+# A line struck through whole: "~~...~~", after its indentation, quote and list marks.
+_STRUCK = re.compile(r"^\s*(?:>\s*)*(?:(?:[-*+]|\d{1,3}[.)])\s+)?(?:\[[ xX]\]\s+)?~~.*~~\s*$")
 MAX_VALUE = 2  # words that may change in a row between two statements of the same thing
 SUBJECT = 2  # shared content words before the changed value, or besides the old value
 
@@ -235,9 +241,20 @@ def finding(older: Passage, newer: Passage, severity: str) -> Finding:
     )
 
 
+def marked(lines: list[str], p: Passage) -> bool:
+    """Whether a passage is already marked superseded: every line of it struck through, or
+    its file's front matter holding ``superseded_by``."""
+    end = front_matter_end(lines)
+    if end and key_line(lines, end, SUPERSEDED_BY):
+        return True
+    own = [line for line in lines[p.start_line - 1 : p.end_line] if line.strip()]
+    return bool(own) and all(_STRUCK.match(line) for line in own)
+
+
 class Superseded:
     """Which passage supersedes which, kept up to date by ``incremental.Checker`` (which owns
-    the passages, their order and the files whose findings changed: ``dirty``)."""
+    the passages, their order and the files whose findings changed: ``dirty``; ``lines_of``:
+    a file's lines, to leave out the passages already marked superseded)."""
 
     def __init__(
         self,
@@ -245,8 +262,10 @@ class Superseded:
         rank: Mapping[int, object],
         date_of: Callable[[str], date | None],
         dirty: set[str],
+        lines_of: Callable[[str], list[str] | None] = lambda path: None,
     ):
         self.ps, self.rank, self.date_of, self.dirty = ps, rank, date_of, dirty
+        self.lines_of = lines_of
         self.newer: dict[int, int] = {}  # an older passage -> a newer one that supersedes it
         self.changes: dict[int, str] = {}  # a passage saying a change -> a word it needs
         self.by_word: dict[str, set[int]] = {}  # that word -> the passages that need it
@@ -313,8 +332,12 @@ class Superseded:
         return out
 
     def findings(self, pids: list[int], severity: str) -> list[Finding]:
-        return [
-            finding(self.ps[pid], self.ps[self.newer[pid]], severity)
-            for pid in pids
-            if pid in self.newer
-        ]
+        out = []
+        for pid in pids:
+            if pid not in self.newer:
+                continue
+            older = self.ps[pid]
+            lines = self.lines_of(older.path)
+            if lines is None or not marked(lines, older):
+                out.append(finding(older, self.ps[self.newer[pid]], severity))
+        return out

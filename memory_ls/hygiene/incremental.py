@@ -81,7 +81,7 @@ class Checker:
         self.dirty: set[str] = set()  # files whose findings may have changed since
         self.orphans: dict[str, list[Finding]] = {}  # by file
         self.orphans_stale = True  # to find again: memory files came or went, or an index changed
-        self.conflicts = Superseded(self.ps, self.rank, self._date, self.dirty)
+        self.conflicts = Superseded(self.ps, self.rank, self._date, self.dirty, self.lines_of)
 
     # -- keeping up with the index ---------------------------------------------------------
     def _reset(self) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from .spec import setting
 
 SEVERITIES = ("error", "warning", "information", "hint")  # LSP's DiagnosticSeverity names
+SUPERSEDE = ("strikeThrough", "frontMatter")  # how a code action marks a passage superseded
 
 
 def _enabled(what: str) -> bool:
@@ -81,6 +82,16 @@ class HygieneSettings:
     expired: ExpiredSettings = field(default_factory=ExpiredSettings)
     front_matter: FrontMatterSettings = field(default_factory=FrontMatterSettings)
     orphan: OrphanSettings = field(default_factory=OrphanSettings)
+    # A conflict is about one passage: striking it through marks that passage alone, in the
+    # text every agent reads; a front matter key marks the whole file.
+    supersede: str = setting(
+        "strikeThrough",
+        "How the code action on a `conflict` marks the older passage superseded: "
+        "`strikeThrough` wraps its lines in `~~` (list markers kept outside), `frontMatter` "
+        "adds `superseded_by: <citation of the newer passage>` to its file's front matter "
+        "(the whole file). Either way the check no longer flags it.",
+        choices=SUPERSEDE,
+    )
     # The editor checks the whole folder after every sync, in the server's own process: past
     # a few thousand files a check from scratch takes tens of seconds of Python (about 70 s
     # at 10,000 notes; 6 s at 2,000), competing with searches for the interpreter.
