@@ -1,5 +1,5 @@
 -- memory-ls for Neovim: registers the language server and adds :MemorySearch, :MemoryGet,
--- :MemoryReindex, :MemoryStatus and :MemoryInsertCitation. Works with no other plugin;
+-- :MemoryReindex, :MemoryStatus, :MemoryInsertCitation and :MemoryHealth. Works with no other plugin;
 -- Telescope, fzf-lua or snacks.nvim pickers are used when installed.
 local util = require("memory_ls.util")
 
@@ -589,6 +589,16 @@ function M.insert_citation(query)
   end)
 end
 
+--- :MemoryHealth: the findings of the memory checks (every memory file, open or not) in the
+--- quickfix list, by kind, its title counting each kind; opens it. Returns the items.
+function M.health()
+  if #vim.lsp.get_clients({ name = M.NAME }) == 0 then
+    notify("no memory-ls server is running here: open a memory file (MEMORY.md) first", vim.log.levels.WARN)
+    return {}
+  end
+  return require("memory_ls.findings").show(M.NAME, notify)
+end
+
 -- -- status line --------------------------------------------------------------------------------
 
 --- "memory 3/10" while indexing, else "memory: hybrid (multilingual-e5-small)" (the mode and the
@@ -677,6 +687,9 @@ local function create_commands()
   cmd("MemoryInsertCitation", function(a)
     M.insert_citation(a.args)
   end, { nargs = "*", desc = "memory-ls: search and insert a citation at the cursor" })
+  cmd("MemoryHealth", function()
+    M.health()
+  end, { desc = "memory-ls: the memory checks' findings in the quickfix list, by kind" })
 end
 
 local augroup
