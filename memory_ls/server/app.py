@@ -34,7 +34,7 @@ from pygls.protocol import (
 from .. import __version__, params
 from ..methods import METHODS, Method
 from ..params import ParamError
-from . import protocol
+from . import fixes, protocol
 from .documents import buffer_text
 from .lanes import Supersede
 from .lifeline import Lifeline
@@ -383,15 +383,21 @@ def build_server() -> MemoryLanguageServer:
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, fixes.ADD_EXPIRES]
+        ),
     )
     async def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
         health = server.svc().health
-        if not any(d.source == "memory-ls" for d in params.context.diagnostics):
+        ours = any(d.source == "memory-ls" for d in params.context.diagnostics)
+        # "Add expires:" is asked for (source actions), or may be (line 1, the front matter).
+        asked = params.context.only is not None or params.range.start.line < fixes.TOP_LINES
+        if not ours and not asked:
             return []
         text = buffer_text(server, params.text_document.uri)
+        caps = server.client_capabilities
         # Off the loop: the edits need the document's lines (megabytes take milliseconds).
-        return await asyncio.to_thread(health.code_actions, params, text)
+        return await asyncio.to_thread(health.code_actions, params, text, caps)
 
     return server
 

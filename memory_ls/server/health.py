@@ -11,7 +11,7 @@ them with the citation diagnostics of open documents.
 Code actions (``textDocument/codeAction``) for a diagnostic of ours: open the other copy (the
 ``memory.open`` command: ``window/showDocument``), remove this copy, replace it with a citation
 of the original (both a ``WorkspaceEdit`` the user applies: memory-ls never writes a memory
-file itself).
+file itself); the other edits (supersede, move past a load cap, expires) are in ``fixes.py``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ from ..chunking import lsp_lines
 from ..engine import MemoryEngine
 from ..hygiene import CODES, Finding
 from ..hygiene.findings import DUPLICATE
-from . import protocol
+from . import fixes, protocol
 from .folder import Folder, FolderUnavailable
 from .folders import Folders
 
@@ -187,46 +188,81 @@ class Health:
 
     # -- code actions -----------------------------------------------------------------------
     def code_actions(
-        self, params: types.CodeActionParams, text: str | None
+        self,
+        params: types.CodeActionParams,
+        text: str | None,
+        caps: types.ClientCapabilities | None = None,
     ) -> list[types.CodeAction]:
+        """Our diagnostics' actions (open, and the edits of ``fixes``), and "Add expires:" when
+        it is asked for; ``text``: the open document's (None: no edits)."""
         uri = params.text_document.uri
+        buf = self._buffer(uri, text)
+        opts = self._options(uri, caps)
         out: list[types.CodeAction] = []
         for d in params.context.diagnostics:
             if d.source != SOURCE or d.code not in CODES:
                 continue
-            related = (d.data or {}).get("related") if isinstance(d.data, dict) else None
-            for r in related or []:
-                what = "the earlier copy" if d.code == DUPLICATE else r["path"]
-                out.append(
-                    types.CodeAction(
-                        title=f"Open {what} ({_citation(r)})",
-                        kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[d],
-                        command=types.Command(
-                            title=f"Open {_citation(r)}",
-                            command=protocol.CMD_OPEN,
-                            arguments=[r["uri"], r["startLine"], r["endLine"]],
-                        ),
-                    )
-                )
-            if d.code != DUPLICATE or not related or text is None:
-                continue
-            lines = lsp_lines(text)
-            units = self.codec.client_num_units
-            first, last = d.range.start.line, d.range.end.line
-            if last >= len(lines):
-                continue
-            out.append(_edit("Remove this copy", uri, d, remove_lines(lines, first, last, units)))
-            cite = f"See {_citation(related[0])}."
-            out.append(
-                _edit(
-                    f"Replace this copy with a citation: {cite}",
-                    uri,
-                    d,
-                    replace_lines(lines, first, last, cite, units),
-                )
-            )
+            out += _open_actions(d)
+            if buf is not None:
+                out += _duplicate_edits(d, buf) + fixes.for_diagnostic(d, buf, opts)
+        line = params.range.start.line
+        if buf is not None and fixes.wants_add_expires(params.context.only, line, buf.lines):
+            add = fixes.add_expires(buf, opts.today)
+            out += [add] if add else []
         return out
+
+    def _buffer(self, uri: str, text: str | None) -> fixes.Buffer | None:
+        found = self.folders.locate(uri) if text is not None else None
+        if found is None or text is None or not found[0].is_memory(found[1]):
+            return None
+        eol = "\r\n" if "\r\n" in text else "\n"
+        lines = lsp_lines(text)
+        return fixes.Buffer(uri, found[1], found[0].root, lines, eol, self.codec.client_num_units)
+
+    def _options(self, uri: str, caps: types.ClientCapabilities | None) -> fixes.Options:
+        found = self.folders.locate(uri)
+        style = found[0].settings.hygiene.supersede if found else fixes.STRIKE_THROUGH
+        return fixes.Options(style, fixes.can_create_files(caps), date.today())
+
+
+def _open_actions(d: types.Diagnostic) -> list[types.CodeAction]:
+    """Open each place a diagnostic points at (``memory.open``)."""
+    related = (d.data or {}).get("related") if isinstance(d.data, dict) else None
+    out = []
+    for r in related or []:
+        what = "the earlier copy" if d.code == DUPLICATE else r["path"]
+        out.append(
+            types.CodeAction(
+                title=f"Open {what} ({_citation(r)})",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[d],
+                command=types.Command(
+                    title=f"Open {_citation(r)}",
+                    command=protocol.CMD_OPEN,
+                    arguments=[r["uri"], r["startLine"], r["endLine"]],
+                ),
+            )
+        )
+    return out
+
+
+def _duplicate_edits(d: types.Diagnostic, buf: fixes.Buffer) -> list[types.CodeAction]:
+    """Remove the copy, or replace it with a citation of the earlier one."""
+    related = (d.data or {}).get("related") if isinstance(d.data, dict) else None
+    first, last = d.range.start.line, d.range.end.line
+    if d.code != DUPLICATE or not related or last >= len(buf.lines):
+        return []
+    lines, units, uri = buf.lines, buf.units, buf.uri
+    cite = f"See {_citation(related[0])}."
+    return [
+        _edit("Remove this copy", uri, d, remove_lines(lines, first, last, units)),
+        _edit(
+            f"Replace this copy with a citation: {cite}",
+            uri,
+            d,
+            replace_lines(lines, first, last, cite, units),
+        ),
+    ]
 
 
 def _citation(r: dict[str, Any]) -> str:
