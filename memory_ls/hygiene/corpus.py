@@ -1,6 +1,6 @@
 """What the checks read: each memory file's lines, rebuilt from the chunks the index holds
-(front matter included: it is indexed as body text), its size, its date, and where each line's
-vector is (the index's line vectors, when it has them).
+and, for its front matter (which chunks do not hold), from the file's row; its size, its date,
+and where each line's vector is (the index's line vectors, when it has them).
 
 Chunks hold every line verbatim (overlapping), so the lines are those of the file as indexed;
 a line too long for one chunk is cut into pieces, of which the longest is kept, and the line is
@@ -20,6 +20,7 @@ import numpy as np
 from ..index.backend import IndexBackend
 from ..index.chunk_reads import Scope
 from ..sources.dates import file_date
+from ..sources.frontmatter import FileMeta
 from ..workspace import MEMORY_DIR
 
 MEMORY = frozenset({"memory"})
@@ -35,14 +36,16 @@ class Doc:
     cut: frozenset[int] = frozenset()  # lines seen in part only (cut into several chunks)
     # line -> (chunk id, row of that line in the chunk's text), for the line vectors
     rows: dict[int, tuple[int, int]] = field(default_factory=dict)
+    stated: str | None = None  # the date its front matter states (ISO)
 
     @cached_property
     def date(self) -> date | None:
-        """A dated note's date (``memory/**/YYYY-MM-DD*.md``); None for an evergreen file
-        (read once: the orphan check and the order of copies ask it of every file)."""
-        if not self.path.startswith(MEMORY_DIR + "/"):
+        """A dated note's date (``memory/**/YYYY-MM-DD*.md``, else its front matter's
+        ``date:``); None for an evergreen file (read once: the orphan check and the order of
+        copies ask it of every file)."""
+        if not self.stated and not self.path.startswith(MEMORY_DIR + "/"):
             return None
-        return file_date(self.path, 0.0)
+        return file_date(self.path, 0.0, self.stated)
 
     def order(self) -> tuple[int, str, str]:
         """Which of two copies came first: evergreen files (``MEMORY.md``, topic files) by
@@ -74,10 +77,13 @@ def load_docs(
     where: dict[str, dict[int, tuple[int, int]]] = {}
     alone: dict[str, set[int]] = {}  # lines that are a chunk on their own
     cut: dict[str, set[int]] = {}
+    metas: dict[str, FileMeta] = {}
     for cid in sorted(rows):
         r = rows[cid]
         if r.path == leave_out or (wanted is not None and r.path not in wanted):
             continue
+        if r.meta and r.path not in metas and (meta := FileMeta.from_json(r.meta)):
+            metas[r.path] = meta
         got = per.setdefault(r.path, {})
         at = where.setdefault(r.path, {})
         parts = r.text.split("\n")
@@ -98,9 +104,14 @@ def load_docs(
     docs = []
     for path in sorted(per):
         got = per[path]
+        meta = metas.get(path)
+        if meta:
+            got.update(enumerate(meta.lines(), start=1))
         lines = [got.get(n, "") for n in range(1, max(got) + 1)]
         size = states[path].size if path in states else 0
-        docs.append(Doc(path, lines, size, rows=where[path], cut=frozenset(cut.get(path, ()))))
+        cuts = frozenset(cut.get(path, ()))
+        stated = meta.date if meta else None
+        docs.append(Doc(path, lines, size, rows=where[path], cut=cuts, stated=stated))
     return docs
 
 

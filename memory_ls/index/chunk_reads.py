@@ -8,6 +8,8 @@ nothing). When few chunks pass such a filter, the search scores those chunks alo
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -24,6 +26,7 @@ class Scope:
     prefixes: tuple[str, ...] = ()
     after: str | None = None
     before: str | None = None
+    tags: tuple[str, ...] = ()  # files whose front matter may hold these tags (a superset)
 
 
 def where(scope: Scope, mark: str) -> tuple[str, list[object]]:
@@ -46,6 +49,9 @@ def where(scope: Scope, mark: str) -> tuple[str, list[object]]:
     if scope.before:
         sql.append(f"f.date <= {mark}")
         args.append(scope.before)
+    for tag in scope.tags:  # the JSON string of the tag, anywhere in meta: a superset
+        sql.append(f"f.meta LIKE {mark} ESCAPE '\\'")
+        args.append("%" + re.sub(r"([%_\\])", r"\\\1", json.dumps(tag, ensure_ascii=False)) + "%")
     return " AND ".join(sql), args
 
 
@@ -67,7 +73,7 @@ def chunks_by_ids(conn: Connection, ids: Iterable[int]) -> dict[int, ChunkRow]:
         part = ids[i : i + 500]
         marks = ",".join("?" * len(part))
         rows = conn.execute(
-            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.date "
+            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.date, f.meta "
             f"FROM chunks c LEFT JOIN files f ON f.path = c.path WHERE c.id IN ({marks})",
             part,
         ).fetchall()

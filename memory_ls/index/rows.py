@@ -22,6 +22,7 @@ class ChunkRow:
     end_line: int
     text: str
     date: str | None  # of the file; None = evergreen
+    meta: str | None = None  # the file's front matter (JSON: sources/frontmatter.FileMeta)
 
 
 @dataclass(frozen=True)
@@ -69,14 +70,15 @@ class FileRecord:
     line_map: Sequence[int] | None = None  # rendered line -> original line (transcripts)
     tail: dict[str, Any] | None = None  # where a transcript's next sync resumes
     text: FileText | None = None  # the rendered text, kept where the file may be elsewhere
+    meta: str | None = None  # its front matter (JSON: sources/frontmatter.FileMeta)
 
     def columns(self) -> tuple[Any, ...]:
         """The ``files`` row's values, as both stores keep them: path, source, hash, mtime,
-        size, date, lines, line_map (JSON), tail (JSON)."""
+        size, date, lines, line_map (JSON), tail (JSON), meta (JSON)."""
         line_map = json.dumps(list(self.line_map)) if self.line_map else None
         return (
             self.path, self.source, self.hash, self.mtime, self.size, self.date, self.lines,
-            line_map, tail_json(self.tail),
+            line_map, tail_json(self.tail), self.meta,
         )  # fmt: skip
 
 

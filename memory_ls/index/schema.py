@@ -135,7 +135,8 @@ CREATE TABLE IF NOT EXISTS files (
   date TEXT,              -- ISO date driving temporal decay; NULL = evergreen
   lines INTEGER NOT NULL DEFAULT 0,
   line_map TEXT,          -- JSON list: rendered line -> original line (transcripts)
-  tail TEXT               -- JSON: where a transcript's next sync resumes (see sync.py)
+  tail TEXT,              -- JSON: where a transcript's next sync resumes (see sync.py)
+  meta TEXT               -- JSON: a Markdown file's front matter (sources/frontmatter.py)
 );
 CREATE TABLE IF NOT EXISTS chunks (
   id INTEGER PRIMARY KEY,
@@ -278,8 +279,23 @@ def _v4(conn: Connection) -> None:
         conn.execute(LINES_PENDING)
 
 
+# The files whose first chunk may hold front matter, which chunks no longer do: read again.
+FRONT_MATTER_REREAD = (
+    "UPDATE files SET hash = '', mtime = -1 WHERE path IN "
+    "(SELECT path FROM chunks WHERE start_line = 1 AND substr(text, 1, 3) = '---')"
+)
+
+
+def _v5(conn: Connection) -> None:
+    """files.meta, a Markdown file's front matter kept apart from its body: the files that
+    may open with one are read again by the next sync (their hash and mtime then match none)."""
+    if "meta" not in _columns(conn, "files"):
+        conn.execute("ALTER TABLE files ADD COLUMN meta TEXT")
+    conn.execute(FRONT_MATTER_REREAD)
+
+
 # Version -> the step that brings an index of the version before it there. Append-only.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2, 3: _v3, 4: _v4}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2, 3: _v3, 4: _v4, 5: _v5}
 SCHEMA_VERSION = max(MIGRATIONS)
 OLDEST_UPGRADED = min(MIGRATIONS) - 1  # older indexes (none were made) are rebuilt
 VACUUM_AFTER = {3}  # steps that free pages: the file is then handed back its free space

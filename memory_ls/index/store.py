@@ -176,11 +176,11 @@ class Store:
     def upsert_file(self, record: FileRecord) -> None:
         """Write a file's row (``record.text`` is for a team index: this file is on disk)."""
         self.conn.execute(
-            "INSERT INTO files(path, source, hash, mtime, size, date, lines, line_map, tail) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+            "INSERT INTO files(path, source, hash, mtime, size, date, lines, line_map, tail, "
+            "meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
             "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
             "size = excluded.size, date = excluded.date, lines = excluded.lines, "
-            "line_map = excluded.line_map, tail = excluded.tail",
+            "line_map = excluded.line_map, tail = excluded.tail, meta = excluded.meta",
             record.columns(),
         )
         self.written.add(record.path)

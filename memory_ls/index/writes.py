@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..chunking import Chunk, ChunkLimits, chunk_text, split_lines
+from ..chunking import Chunk, ChunkLimits, chunk_lines, split_lines
 from ..sources import SourceError, SourceText, render
 from ..sources.dates import file_date
+from ..sources.frontmatter import FileMeta, file_meta
 from ..sources.markdown import content_hash
 from ..workspace import MemoryFile, Workspace, shown
 from .backend import IndexBackend
@@ -96,11 +97,12 @@ def index_document(
         remove_file(store, ctx, mf.path)
         return
     lines = split_lines(src.text)
-    chunks = chunk_text(src.text, ctx.limits, list(src.line_map) if src.line_map else None)
+    meta = file_meta(lines) if src.line_map is None else None
+    chunks = body_chunks(lines, ctx.limits, src.line_map, meta)
     known = known_vectors(store, ctx, chunks, store.chunk_embeddings(mf.path), report)
     model = ctx.cache_key[1] if ctx.cache_key else ""
     removed, added = store.replace_chunks(mf.path, mf.source, chunks, known, model)
-    d = file_date(mf.path, mtime)
+    d = file_date(mf.path, mtime, meta.date if meta else None)
     store.upsert_file(
         FileRecord(
             mf.path,
@@ -112,10 +114,21 @@ def index_document(
             len(lines),
             src.line_map,
             text=file_text(src),
+            meta=meta.to_json() if meta else None,
         )
     )
     report.indexed += 1
     vectors_changed(store, ctx, removed, [(cid, b) for cid, b in added if b is not None])
+
+
+def body_chunks(
+    lines: list[str], limits: ChunkLimits, line_map: Sequence[int] | None, meta: FileMeta | None
+) -> list[Chunk]:
+    """The chunks search reads: a Markdown file's lines after its front matter (which the
+    file row keeps, ``meta``), a transcript's rendered lines with their original numbers."""
+    numbers = list(line_map)[: len(lines)] if line_map else list(range(1, len(lines) + 1))
+    skip = meta.end if meta else 0
+    return chunk_lines(lines[skip:], limits, numbers[skip:])
 
 
 # A file changed this recently may change again within the same tick of its mtime (a few

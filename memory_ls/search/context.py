@@ -102,6 +102,7 @@ class Context:
     picked: list[tuple[Candidate, ChunkRow]] = field(default_factory=list)
     below: int = 0  # candidates under minScore's tail
     best_below: float = 0.0
+    expired: int = 0  # select: expired notes left out (query.expired = exclude)
     fused: dict[int, float] = field(default_factory=dict)  # reranked: chunk id -> fused score
     marks: dict[int, Highlight] = field(default_factory=dict)  # chunk id -> best line, terms
 

@@ -23,7 +23,9 @@ def explained_search(trace: dict[str, Any]) -> str:
         lines.append(f"  vector: calibration {vec['calibration']}; {scored}")
     lines.append(
         f"  counts: {c['retrieved']} retrieved, {c['passedFilters']} past the filters, "
-        f"{c['belowMinScore']} under minScore, {c['picked']} picked\n"
+        f"{c['belowMinScore']} under minScore, "
+        + (f"{c['expired']} expired left out, " if c.get("expired") else "")
+        + f"{c['picked']} picked\n"
     )
     return "\n".join(lines)
 

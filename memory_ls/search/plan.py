@@ -71,6 +71,6 @@ def scope_of(f: Filters, req: SearchRequest) -> Scope | None:
         if given:
             sources = frozenset(given) if sources is None else sources & frozenset(given)
     prefixes = tuple(p.removeprefix("./") for p in (req.path_prefix, f.path_prefix) if p)
-    if sources is None and not prefixes and not f.after and not f.before:
+    if sources is None and not prefixes and not f.after and not f.before and not f.tags:
         return None
-    return Scope(sources, prefixes, f.after, f.before)
+    return Scope(sources, prefixes, f.after, f.before, tuple(f.tags))

@@ -142,6 +142,7 @@ def search_trace(ctx: Context) -> dict[str, Any]:
             "retrieved": len(ctx.cands),
             "passedFilters": len(ctx.kept),
             "belowMinScore": ctx.below,
+            "expired": ctx.expired,
             "picked": len(ctx.picked),
         },
     }
@@ -151,7 +152,7 @@ def _query_trace(ctx: Context) -> dict[str, Any]:
     req = ctx.inputs.req
     f = req.parsed.filters
     given: dict[str, Any] = {"pathPrefix": f.path_prefix, "after": f.after, "before": f.before}
-    given |= {"sources": f.sources, "required": f.required, "excluded": f.excluded}
+    given |= {"sources": f.sources, "tags": f.tags, "required": f.required, "excluded": f.excluded}
     filters = {k: v for k, v in given.items() if v}
     if req.path_prefix:
         filters["requestPathPrefix"] = req.path_prefix

@@ -145,7 +145,7 @@ def drop_common(
     return [t for t, _ in kept], left_out
 
 
-_FILTER = re.compile(r"(?<!\S)(file|path|after|before|source):(\S+)|(?<!\S)([+-])([^\s+-]\S*)")
+_FILTER = re.compile(r"(?<!\S)(file|path|after|before|source|tag):(\S+)|(?<!\S)([+-])([^\s+-]\S*)")
 
 
 @dataclass
@@ -154,6 +154,7 @@ class Filters:
     after: str | None = None  # ISO dates, inclusive
     before: str | None = None
     sources: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)  # front matter tags, lowercased: all of them
     required: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
 
@@ -163,6 +164,7 @@ class Filters:
             or self.after
             or self.before
             or self.sources
+            or self.tags
             or self.required
             or self.excluded
         )
@@ -179,7 +181,8 @@ def _is_date(value: str) -> bool:
 
 
 def parse_filters(query: str) -> tuple[str, Filters]:
-    """Split ``file:memory/ after:2026-01-01 +must -never words`` into words and filters."""
+    """Split ``file:memory/ after:2026-01-01 tag:deploy +must -never words`` into words and
+    filters."""
     f = Filters()
 
     def take(m: re.Match[str]) -> str:
@@ -192,6 +195,8 @@ def parse_filters(query: str) -> tuple[str, Filters]:
             setattr(f, key, value)
         elif key == "source":
             f.sources.append(value)
+        elif key == "tag":
+            f.tags.append(value.lstrip("#").lower())
         elif sign == "+":
             f.required.append(word.lower())
             return word

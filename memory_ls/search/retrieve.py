@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..index.rows import ChunkRow
+from ..sources.frontmatter import FileMeta
 from .context import Context
 from .fusion import Candidate
 from .highlight import with_words
@@ -102,7 +103,7 @@ def keep(ctx: Context) -> None:
 
 
 def passes(row: ChunkRow, f: Filters, req: SearchRequest) -> bool:
-    """Whether a row passes the request's and the query's path, date and source filters
+    """Whether a row passes the request's and the query's path, date, source and tag filters
     (+required and -excluded words: ``with_words``, for all the candidates at once)."""
     if req.sources and row.source not in req.sources:
         return False
@@ -115,4 +116,11 @@ def passes(row: ChunkRow, f: Filters, req: SearchRequest) -> bool:
         return False  # a date range asks for dated notes
     if f.after and row.date and row.date < f.after:
         return False
-    return not (f.before and row.date and row.date > f.before)
+    if f.before and row.date and row.date > f.before:
+        return False
+    return not f.tags or has_tags(row.meta, f.tags)
+
+
+def has_tags(meta: str | None, tags: list[str]) -> bool:
+    fm = FileMeta.from_json(meta)
+    return fm is not None and all(t in fm.tags for t in tags)

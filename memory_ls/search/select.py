@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import replace
 
 from .context import Context, Rerank
+from .front_matter import FrontMatterWeights
 from .fusion import balance_sources, decay, mmr
 from .present import marks_for, snippet
 
@@ -63,14 +64,24 @@ def _reranked(ctx: Context, rerank: Rerank) -> bool:
 
 
 def _decay(ctx: Context) -> None:
+    """Temporal decay, then what the notes' front matter says: expired notes demoted (or
+    left out) and tagged or aliased ones boosted (``front_matter``)."""
     inp = ctx.inputs
-    td = inp.qs.temporal_decay
+    td, qs = inp.qs.temporal_decay, inp.qs
+    words = inp.req.parsed.words.lower()
+    weigh = FrontMatterWeights(words, inp.today, qs.expired, qs.tag_boost)
+    ctx.scored = []
     for c, row in ctx.kept:
         if td.enabled:
             before = c.score
             c.score = decay(c.score, row.date, inp.today, td.half_life_days)
             c.note(decay=c.score / before if before else 1.0, date=row.date)
-    ctx.scored = list(ctx.kept)
+        factor = weigh(row.path, row.meta)
+        if factor is None:
+            ctx.expired += 1
+            continue
+        c.score *= factor
+        ctx.scored.append((c, row))
 
 
 def _tail(ctx: Context) -> None:

@@ -132,6 +132,21 @@ class QuerySettings:
     mmr: MmrSettings = field(default_factory=MmrSettings)
     temporal_decay: DecaySettings = field(default_factory=DecaySettings)
     lines: LineSettings = field(default_factory=LineSettings)
+    expired: str = setting(
+        "demote",
+        "Notes whose front matter says they expired (`expires:` or `valid_until:` before "
+        "today): `demote` halves their score, `exclude` leaves them out of results, `keep` "
+        "treats them as any other note. The `expired` check flags them either way.",
+        choices=("demote", "exclude", "keep"),
+    )
+    tag_boost: float = setting(
+        0.2,
+        "A result whose front matter `tags:` hold a word of the query, or whose `aliases:` "
+        "one of the query's phrases, scores this much more (0.2: x1.2; 0: no boost). "
+        "`tag:deploy` in a query keeps only notes tagged `deploy`.",
+        minimum=0,
+        maximum=1,
+    )
     source_balance: bool = setting(
         True,
         "When notes and transcripts both match, one source takes at most 2/3 of the results "

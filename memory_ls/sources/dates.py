@@ -10,21 +10,28 @@ from ..workspace import MEMORY_DIR, ROOT_FILES
 _DATED = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 
 
-def file_date(rel_path: str, mtime: float) -> date | None:
+def file_date(rel_path: str, mtime: float, stated: str | None = None) -> date | None:
     """The date that drives temporal decay, or None for an evergreen file.
 
-    ``memory/**/YYYY-MM-DD*.md`` is dated by its name; ``MEMORY.md``, ``memory.md`` and undated
-    files under ``memory/`` are evergreen; anything else (extra paths, transcripts) uses mtime.
+    ``memory/**/YYYY-MM-DD*.md`` is dated by its name; else the date its front matter states
+    (``stated``, ISO: ``date: 2026-03-01``); else ``MEMORY.md``, ``memory.md`` and undated files
+    under ``memory/`` are evergreen, and anything else (extra paths, transcripts) uses mtime.
     """
     name = rel_path.rsplit("/", 1)[-1]
+    if stated and not (rel_path.startswith(MEMORY_DIR + "/") and _named(name)):
+        return date.fromisoformat(stated)
     if rel_path in ROOT_FILES:
         return None
     if rel_path.startswith(MEMORY_DIR + "/") and rel_path.endswith(".md"):
-        m = _DATED.match(name)
-        if not m:
-            return None
-        try:
-            return date(int(m[1]), int(m[2]), int(m[3]))
-        except ValueError:
-            return None
+        return _named(name)
     return datetime.fromtimestamp(mtime, UTC).date()
+
+
+def _named(name: str) -> date | None:
+    m = _DATED.match(name)
+    if not m:
+        return None
+    try:
+        return date(int(m[1]), int(m[2]), int(m[3]))
+    except ValueError:
+        return None

@@ -1,9 +1,11 @@
 """YAML front matter, read safely: at most 64 KB, no aliases (an alias bomb expands a few
-lines into gigabytes), PyYAML's safe loader (plain data, never objects). memory-ls still
-indexes front matter as body text; this only reads it for the checks (``expires:``)."""
+lines into gigabytes), PyYAML's safe loader (plain data, never objects). The index keeps it
+apart from the body (``FileMeta``): search reads its tags, aliases, date and expiry, the checks
+its lines; it is never indexed as body text, and memory-ls never adds or changes it."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -96,3 +98,88 @@ def expiry(value: Any) -> date | str:
                 return f"{value.strip()!r} is not a date that exists"
     shown = repr(value) if value is not None else "nothing"
     return f"{shown} is not a date: write it as YYYY-MM-DD"
+
+
+@dataclass(frozen=True)
+class FileMeta:
+    """What the index keeps of a Markdown file's front matter (``files.meta``, JSON): the
+    lines themselves (the checks read them as the file has them; the chunks, which search
+    reads, do not hold them) and what search uses of them. Lowercased tags, the note's other
+    names, its stated date and the day it expires (ISO dates; None: none, or unreadable)."""
+
+    end: int
+    raw: str
+    tags: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    date: str | None = None
+    expires: str | None = None
+
+    def to_json(self) -> str:
+        out: dict[str, Any] = {"end": self.end, "raw": self.raw}
+        for key in ("tags", "aliases"):
+            if getattr(self, key):
+                out[key] = list(getattr(self, key))
+        for key in ("date", "expires"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> FileMeta | None:
+        """The row's meta; None when there is none or it is not what ``to_json`` writes (an
+        index written by another version: the file is then searched as if it had none)."""
+        if not text:
+            return None
+        try:
+            d = json.loads(text)
+            return cls(
+                int(d["end"]), str(d["raw"]),
+                tuple(map(str, d.get("tags", ()))), tuple(map(str, d.get("aliases", ()))),
+                d.get("date"), d.get("expires"),
+            )  # fmt: skip
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    def lines(self) -> list[str]:
+        return self.raw.split("\n")
+
+
+def file_meta(lines: list[str]) -> FileMeta | None:
+    """The front matter of a Markdown file's lines as the index keeps it; None: it has none.
+    Unreadable front matter is kept too (its lines, for the check that says why), with no
+    tags, dates or expiry."""
+    fm = read(lines)
+    if fm is None:
+        return None
+    raw = "\n".join(lines[: fm.end])
+    if fm.data is None:
+        return FileMeta(fm.end, raw)
+    data = fm.data
+    stated = _date(data.get("date"))
+    whens = [expiry(data[k]) for k in EXPIRY_KEYS if k in data]
+    expires = next((w.isoformat() for w in whens if isinstance(w, date)), None)
+    return FileMeta(
+        fm.end, raw, _names(data.get("tags"), split=True), _names(data.get("aliases")),
+        stated, expires,
+    )  # fmt: skip
+
+
+def _names(value: Any, split: bool = False) -> tuple[str, ...]:
+    """Tags (``[deploy, helm]``, ``deploy, helm``, ``"#deploy"``) or aliases (a list, or one
+    name), lowercased, in order, each once; anything else (numbers, mappings) is skipped."""
+    items = value if isinstance(value, list) else [value]
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            continue
+        parts = re.split(r"[,\s]+", str(item)) if split else [str(item)]
+        for p in parts:
+            name = " ".join(p.split()).lstrip("#").lower() if split else " ".join(p.split()).lower()
+            if name and name not in out:
+                out.append(name)
+    return tuple(out)
+
+
+def _date(value: Any) -> str | None:
+    when = expiry(value) if value is not None else None
+    return when.isoformat() if isinstance(when, date) else None

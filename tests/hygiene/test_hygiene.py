@@ -218,7 +218,7 @@ FRONT = {
         "front-matter",
         (3, 3),
     ),
-    "huge": ("---\nnote: " + "z" * 70_000 + "\n" + EXPIRES, "front-matter", (2, 2)),
+    "huge": ("---\nnote: " + "z" * 70_000 + "\n" + EXPIRES, "front-matter", (1, 4)),
     "big": ("---\n" + BIG + EXPIRES, "front-matter", (1, 803)),
     "unclosed": ("---\nexpires: 2020-01-01\n# Rota\n", None, None),
 }  # fmt: skip

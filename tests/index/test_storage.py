@@ -76,7 +76,10 @@ def write_v2(src: Path, dest: Path) -> None:
     conn, _ = connect(dest, vec=False)
     conn.executescript(V2_DDL)
     conn.execute("ATTACH DATABASE ? AS new", (str(src),))
-    conn.execute("INSERT INTO files SELECT * FROM new.files")
+    conn.execute(
+        "INSERT INTO files SELECT path, source, hash, mtime, size, date, lines, line_map, tail "
+        "FROM new.files"
+    )
     conn.execute("INSERT INTO meta SELECT * FROM new.meta WHERE key != 'ftsText'")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
     key = dict(conn.execute("SELECT key, value FROM meta").fetchall())

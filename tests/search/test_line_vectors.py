@@ -14,7 +14,7 @@ from model_util import ensure_test_model
 from memory_ls.embeddings.factory import create_provider
 from memory_ls.engine import MemoryEngine
 from memory_ls.index.line_vectors import segments
-from memory_ls.index.schema import connect
+from memory_ls.index.schema import SCHEMA_VERSION, connect
 from memory_ls.settings import Settings
 
 pytestmark = pytest.mark.model
@@ -180,14 +180,15 @@ def test_a_schema_3_index_is_upgraded_and_only_its_lines_are_embedded(
     conn, _ = connect(idx, vec=False)
     conn.executescript(
         "DROP TABLE chunk_lines; DROP INDEX chunks_lines_pending;"
-        "ALTER TABLE chunks DROP COLUMN lines; UPDATE meta SET value = '3' WHERE key = 'schema';"
+        "ALTER TABLE chunks DROP COLUMN lines; ALTER TABLE files DROP COLUMN meta;"
+        "UPDATE meta SET value = '3' WHERE key = 'schema';"
     )
     conn.close()
     with engine(notes, idx, model_path) as e:
         assert not list(tmp_path.glob("*.corrupt-*"))  # upgraded in place, not moved aside
         report = e.sync()
         assert not report.full and report.embedded == 0
-        assert rows(idx, "SELECT value FROM meta WHERE key = 'schema'") == [("4",)]
+        assert rows(idx, "SELECT value FROM meta WHERE key = 'schema'") == [(str(SCHEMA_VERSION),)]
         assert rows(idx, "SELECT id, embedding FROM chunk_vectors ORDER BY id") == vectors_before
         assert rows(idx, "SELECT count(*) FROM chunk_lines") == [(1,)]
         assert e.search(QUESTION).results[0].path == "memory/2026-03-01-session-4.md"

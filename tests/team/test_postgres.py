@@ -496,3 +496,30 @@ def test_filters_find_matches_that_rank_past_the_candidates(pg_url, tmp_path):
             "memory/2026-01-01-old.md"
         ]
         assert paths(eng.search("redis after:2026-02-01", min_score=0)) == []
+
+
+def test_front_matter_in_a_team_index(pg_url, tmp_path):
+    """As on SQLite (tests/search/test_front_matter.py): the front matter is kept apart from the
+    body in the files row, ``tag:`` filters on it (tag names with LIKE's own characters too),
+    and an expired note is demoted."""
+    root = tmp_path / "ws"
+    body = "The billing service rolls out every Tuesday through Argo.\n"
+    write_notes(
+        root,
+        {
+            "memory/a.md": "---\ntitle: Zanzibar\ntags: [deploy, on_call]\n---\n" + body,
+            "memory/b.md": "---\ntags: [ondcall]\nexpires: 2020-01-01\n---\n" + body,
+            "memory/c.md": body,
+        },
+    )
+    ns = unique("front")
+    with MemoryEngine(root, team(pg_url, ns)) as eng:
+        eng.sync()
+        assert paths(eng.search("Zanzibar", mode="keyword")) == []
+        assert paths(eng.search("tag:deploy rolls out", mode="keyword")) == ["memory/a.md"]
+        assert paths(eng.search("tag:on_call rolls out", mode="keyword")) == ["memory/a.md"]
+        hits = eng.search("billing rolls out Tuesday", mode="keyword").results
+        assert hits[-1].path == "memory/b.md" and hits[-1].score == hits[0].score * 0.5
+        assert {h.start_line for h in hits if h.path != "memory/c.md"} == {5}
+    meta = rows(pg_url, "SELECT meta FROM memory_files WHERE ns = %s AND path = 'memory/a.md'", ns)
+    assert '"tags":["deploy","on_call"]' in meta[0][0]

@@ -55,11 +55,12 @@ def upsert(s: Session, record: FileRecord) -> None:
     s.lock_path(record.path)
     s.q(
         "INSERT INTO memory_files (ns, path, source, hash, mtime, size, date, lines, "
-        "line_map, tail, origin) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "line_map, tail, meta, origin) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
         "ON CONFLICT (ns, path) DO UPDATE SET source = excluded.source, "
         "hash = excluded.hash, mtime = excluded.mtime, size = excluded.size, "
         "date = excluded.date, lines = excluded.lines, line_map = excluded.line_map, "
-        "tail = excluded.tail, origin = excluded.origin, updated_at = now()",
+        "tail = excluded.tail, meta = excluded.meta, origin = excluded.origin, "
+        "updated_at = now()",
         (s.ns, *record.columns(), s.db.origin),
     )
     s.q("DELETE FROM memory_file_texts WHERE ns = %s AND path = %s", (s.ns, record.path))

@@ -109,6 +109,17 @@ def _v3(vtype: str) -> list[str]:
     ]
 
 
+def _v4(vtype: str) -> list[str]:
+    # A Markdown file's front matter (sources/frontmatter.py), kept apart from its body, which
+    # the chunks then hold alone: files whose first chunk may open with front matter are read
+    # again by the next sync. Clients of version 3 ignore the column (and leave it as it is).
+    return [
+        "ALTER TABLE memory_files ADD COLUMN IF NOT EXISTS meta text",
+        "UPDATE memory_files f SET hash = '', mtime = -1 FROM memory_chunks c "
+        "WHERE c.ns = f.ns AND c.path = f.path AND c.start_line = 1 AND left(c.text, 3) = '---'",
+    ]
+
+
 # A table added to a deployment whose administrator set up one role per namespace
 # (docs/guides/team.md) gets the owner, grants, row-level security and policies of its sibling table
 # (a regrole's text is already quoted where the name needs it), so the roles keep working
@@ -159,12 +170,12 @@ END $$"""
 
 
 # Version -> the statements that bring a database of the version before it there. Append-only.
-MIGRATIONS = {1: _v1, 2: _v2, 3: _v3}
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4}
 SCHEMA_VERSION = max(MIGRATIONS)
 # Per version, the oldest schema version a client must know to use such a database: a later
 # migration that only adds what older clients can ignore keeps it low, so clients need not all
 # be upgraded at once. Clients before version 2 do not read it: they refuse anything newer.
-READABLE_FROM = {1: 1, 2: 2, 3: 2}  # version 2 clients ignore the texts
+READABLE_FROM = {1: 1, 2: 2, 3: 2, 4: 2}  # version 2 clients ignore the texts and meta
 
 
 @dataclass(frozen=True)

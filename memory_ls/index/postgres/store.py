@@ -357,7 +357,7 @@ class PgStore:
 
     def chunks_by_ids(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         rows = self.q(
-            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.date "
+            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.date, f.meta "
             "FROM memory_chunks c LEFT JOIN memory_files f ON f.ns = c.ns AND f.path = c.path "
             "WHERE c.ns = %s AND c.id = ANY(%s)",
             (self.ns, list(ids)),
