@@ -258,6 +258,51 @@ export const CHECKS: Check[] = [
       assert.match(await problem.innerText(), /2025-12-01-gone\.md/);
     },
   },
+  {
+    name: 'Memory: Health lists a duplicate an agent wrote by kind, with its count, and opens it',
+    async run({ wb, workspace }) {
+      const panel = wb.page.locator('.part.panel');
+      await wb.command('Memory: Show Health');
+      // The demo holds no finding: the view's welcome says so.
+      await panel.locator('.welcome-view-content', { hasText: 'No findings' }).waitFor({ timeout: 30_000 });
+      // A broken citation in an open document: a memory-ls diagnostic, but not a finding of the memory.
+      await newLastLine(wb, 'MEMORY.md', '- Old decision: memory/2025-12-01-gone.md#L1-L3');
+      await wb.page.keyboard.press('Control+Shift+m');
+      await panel.locator('.markers-panel .monaco-list-row', { hasText: '2025-12-01-gone.md' }).first().waitFor();
+      // An agent writes a note that repeats the deploy note's line 5 (on line 5 of its own).
+      const note = 'memory/2026-03-02-deploy-notes.md';
+      fs.writeFileSync(
+        path.join(workspace, note),
+        '# Deploy notes\n\nSome context first.\n\nDatabase migrations run in a release command before the new machines start.\n',
+      );
+      try {
+        await wb.command('Memory: Show Health');
+        const rows = panel.locator('.monaco-list-row');
+        const group = rows.filter({ hasText: /^\s*duplicate \(1\)\s*$/ });
+        await group.waitFor({ timeout: 60_000 });
+        const item = rows.filter({ hasText: '2026-03-02-deploy-notes.md:5' });
+        await item.waitFor();
+        assert.match(await item.innerText(), /says what memory\/2026-02-20-deploys\.md#L5 already says/);
+        const groups = (await rows.filter({ visible: true, hasText: /^\s*[a-z-]+ \(\d+\)\s*$/ }).allInnerTexts()).map((t) => t.trim());
+        assert.deepEqual(groups, ['duplicate (1)'], 'one kind; the broken citation is not listed');
+        // The counts in the status bar item's tooltip.
+        await wb.page.locator(MEMORY_STATUS).hover();
+        await wb.page.locator('.monaco-hover:visible, .workbench-hover:visible', { hasText: 'Memory health: 1 finding: 1 duplicate' }).first().waitFor();
+        await wb.page.mouse.move(10, 10);
+        // A click opens the note at the finding's line.
+        await item.click();
+        await wb.waitForTab('2026-03-02-deploy-notes.md');
+        await wb.waitForCursorLine(5);
+        // Closed (an open document is indexed from the editor), then deleted.
+        await wb.reset();
+      } finally {
+        fs.rmSync(path.join(workspace, note), { force: true });
+      }
+      // The note is gone: so is its finding.
+      await wb.command('Memory: Show Health');
+      await panel.locator('.welcome-view-content', { hasText: 'No findings' }).waitFor({ timeout: 60_000 });
+    },
+  },
 ];
 
 /** Run against a workbench whose extension host has no memory-ls on PATH (and the extension none of its own). */

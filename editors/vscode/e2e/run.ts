@@ -114,6 +114,8 @@ async function main(): Promise<number> {
   ];
   // MEMORY_LS_E2E_ONLY=install-offer,no-server: those workbenches alone (while working on them).
   const only = process.env.MEMORY_LS_E2E_ONLY?.split(',').filter(Boolean);
+  // MEMORY_LS_E2E_GREP=Health: only the checks whose name holds it.
+  const grep = process.env.MEMORY_LS_E2E_GREP;
   for (const { name, withServer, checks, setup, open, hybrid: instanceHybrid } of instances) {
     if (only && !only.includes(name)) {
       continue;
@@ -129,6 +131,9 @@ async function main(): Promise<number> {
     try {
       instance = open ? await open() : await launch(parts, name, withServer, prepared);
       for (const check of checks) {
+        if (grep && !check.name.includes(grep)) {
+          continue;
+        }
         await results.run(check, { wb: instance.wb, hybrid: instanceHybrid ?? hybrid, workspace: instance.workspace }, instance);
       }
     } catch (error) {

@@ -91,7 +91,6 @@ export class HealthView implements vscode.TreeDataProvider<Node>, vscode.Disposa
     }
     const text = itemText(node);
     const item = new vscode.TreeItem(text.label, vscode.TreeItemCollapsibleState.None);
-    item.id = `${node.code}:${node.uri}:${node.startLine}:${node.startCharacter}:${node.message}`;
     item.description = text.description;
     item.tooltip = text.tooltip;
     item.resourceUri = vscode.Uri.parse(node.uri);
