@@ -265,6 +265,7 @@ def test_help_file_has_its_tags(tmp_path: Path) -> None:
         ":MemoryReindex",
         ":MemoryStatus",
         ":MemoryInsertCitation",
+        ":MemoryHealth",
         "memory_ls.setup()",
         "memory_ls-health",
         "memory_ls-team",
