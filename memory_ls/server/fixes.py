@@ -123,9 +123,12 @@ def supersede(
 
 def strike(buf: Buffer, first: int, last: int) -> types.TextEdit | None:
     """Lines ``first``..``last`` struck through (``- ~~text~~``), each on its own: Markdown's
-    ``~~`` does not span a list item's or a paragraph's lines."""
+    ``~~`` does not span a list item's or a paragraph's lines. None for a table's row, which
+    tildes around it would break."""
     out = []
     for line in buf.lines[first : last + 1]:
+        if line.lstrip().startswith("|"):
+            return None
         m = _MARKS.match(line)
         lead, body, tail = m.groups() if m else ("", line, "")
         struck = body.startswith("~~") and body.endswith("~~") and len(body) > 3

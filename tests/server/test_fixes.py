@@ -116,6 +116,22 @@ async def test_a_conflict_is_marked_superseded_and_then_no_longer_flagged(
     await flagged(client, memory, "conflict")
 
 
+async def test_a_table_row_is_not_struck_through(
+    start: Start,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Tildes around a table's row would break the table: only *Open* is offered there."""
+    ws = tmp_path / "ws"
+    table = f"# Memory\n\n| service | how |\n|---|---|\n| billing | {OLD} |\n"
+    write(ws, "MEMORY.md", table)
+    write(ws, "memory/2026-03-02.md", NEWER)
+    client = await start(ws, init_options={"provider": "none"})
+    memory = open_doc(client, ws / "MEMORY.md")
+    d = await flagged(client, memory, "conflict")
+    assert d.range.start.line == 4
+    assert set(await actions(client, memory, [d])) == {"Open memory/2026-03-02.md"}
+
+
 async def test_the_front_matter_style_adds_superseded_by(
     start: Start,  # noqa: F811
     tmp_path: Path,
