@@ -22,8 +22,9 @@ Two calls per question: ``ranked`` (maxResults 10, minScore 0: the ranking, scor
 bench/eval.py scores it) and, with ``--as-called``, the call a model makes (query only: OpenClaw's
 ``memory.search.query`` defaults, 6 results above minScore 0.35).
 
-Needs Node 24 (editors/vscode/e2e/install.sh --node-only) and openclaw@2026.9.6 in
-~/.cache/memory-ls-openclaw (tests/integrations/test_openclaw.py installs it).
+Needs Node 24 (editors/vscode/e2e/install.sh --node-only), npm (the plugin is built with npm ci
+and npm run build before it is installed) and openclaw@2026.9.6 in ~/.cache/memory-ls-openclaw
+(tests/integrations/test_openclaw.py installs it).
 
     .venv/bin/python bench/openclaw_eval.py                      # all 5 conversations
     .venv/bin/python bench/openclaw_eval.py --conversations 2 --limit 100
@@ -60,6 +61,18 @@ class Hit:
     path: str
     start_line: int
     end_line: int
+
+
+def build_plugin(node: Path) -> None:
+    """The plugin is TypeScript: npm ci and npm run build (src/ to dist/) before the install."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("npm_")}
+    env["PATH"] = f"{node.parent}{os.pathsep}{env.get('PATH', '')}"
+    for args in (["ci", "--no-audit", "--no-fund"], ["run", "build"]):
+        done = subprocess.run(
+            ["npm", *args], cwd=PLUGIN, env=env, capture_output=True, text=True, timeout=600
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"npm {' '.join(args)} in {PLUGIN} failed:\n{done.stderr[-3000:]}")
 
 
 def node24() -> Path:
@@ -126,6 +139,7 @@ class Home:
 
     def configure(self, workspaces: dict[str, Path], core_provider: str | None) -> None:
         if self.engine == "memory-ls":
+            build_plugin(self.node)
             done = self.run(
                 [
                     str(self.package / "openclaw.mjs"),

@@ -76,6 +76,34 @@ def _node24() -> Path:
     raise AssertionError  # unreachable
 
 
+def _npm(node_bin: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """npm (the one on PATH) on the Node 24 of install.sh, in the plugin folder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("npm_")}
+    env["PATH"] = f"{node_bin}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run(
+        ["npm", *args],
+        cwd=PLUGIN,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _build_plugin(node_bin: Path) -> None:
+    """The plugin as its package ships it: ``npm ci`` (TypeScript, from package-lock.json) and
+    ``npm run build`` (tsc: src/*.ts to dist/*.js and .d.ts)."""
+    for args in (("ci", "--no-audit", "--no-fund"), ("run", "build")):
+        try:
+            done = _npm(node_bin, *args)
+        except (subprocess.SubprocessError, OSError) as error:
+            _missing(f"npm {' '.join(args)} in {PLUGIN} failed: {error}")
+        if done.returncode != 0:
+            if args[0] == "ci":
+                _missing(f"npm ci in {PLUGIN} failed: {done.stderr[-2000:]}")
+            pytest.fail(f"npm run build failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+
+
 def _openclaw(node_bin: Path) -> Path:
     """The openclaw package, installed once into the cache (a temp folder renamed at the end)."""
     cache = Path(
@@ -218,9 +246,20 @@ class OpenClaw:
 
 
 @pytest.fixture(scope="module")
-def openclaw(tmp_path_factory: pytest.TempPathFactory) -> OpenClaw:
+def node() -> Path:
+    return _node24()
+
+
+@pytest.fixture(scope="module")
+def built(node: Path) -> Path:
+    """The plugin folder, built (npm ci, npm run build)."""
+    _build_plugin(node.parent)
+    return PLUGIN
+
+
+@pytest.fixture(scope="module")
+def openclaw(tmp_path_factory: pytest.TempPathFactory, node: Path, built: Path) -> OpenClaw:
     assert MEMORY_LS.exists(), f"no memory-ls beside {sys.executable}: pip install -e ."
-    node = _node24()
     package = _openclaw(node.parent)
     oc = OpenClaw(tmp_path_factory.mktemp("openclaw"), node, package)
     installed = oc.cli("plugins", "install", str(PLUGIN), "--force", "--accept-capabilities")
@@ -428,7 +467,7 @@ def test_a_transcript_line_is_found(openclaw: OpenClaw) -> None:
 def test_an_agents_own_memory_settings_win(openclaw: OpenClaw) -> None:
     """memory.search of one agent over the defaults, read from 2026.9.6's keyed roster
     (agents.entries.<id>) and from the older list (agents.list[]), as memory-core reads them."""
-    plugin = (REPO / "integrations" / "openclaw" / "memory-ls.js").as_uri()
+    plugin = (PLUGIN / "dist" / "memory-ls.js").as_uri()
     script = f"""
 import {{ resolveOpenClawMemorySettings as r }} from {json.dumps(plugin)};
 const search = {{ query: {{ maxResults: 3 }}, extraPaths: ["notes"] }};
@@ -596,3 +635,49 @@ def test_paths_outside_the_workspace_say_why(openclaw: OpenClaw, tmp_path: Path)
         _no_stack(got)
     status = _step(answer, 3)["result"]
     assert status["custom"]["memoryLs"]["pathProblems"] == [warning], status
+
+
+def test_the_package_is_ready_to_publish(openclaw: OpenClaw, tmp_path: Path) -> None:
+    """What ``npm publish`` would upload, without the registry: ``npm pack`` (its ``prepack``
+    builds) holds exactly the compiled plugin, the manifest, README, LICENSE and package.json, at
+    the manifest's version; and that tarball installs and loads in OpenClaw as a user's
+    ``openclaw plugins install @memory-ls/openclaw-memory-ls`` would get it (``npm-pack:``,
+    OpenClaw's managed npm project, docs/plugins/building-plugins.md "Test the package install")."""
+    node_bin = openclaw.node.parent
+    dry = _npm(node_bin, "pack", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    (listing,) = json.loads(dry.stdout)
+    sources = sorted(p.stem for p in (PLUGIN / "src").glob("*.ts"))
+    assert sources == ["index", "memory-ls", "openclaw"], sources
+    compiled = {f"dist/{stem}{ext}" for stem in sources for ext in (".js", ".d.ts")}
+    shipped = {"package.json", "openclaw.plugin.json", "README.md", "LICENSE"}
+    assert {f["path"] for f in listing["files"]} == compiled | shipped, listing["files"]
+
+    package = json.loads((PLUGIN / "package.json").read_text())
+    manifest = json.loads((PLUGIN / "openclaw.plugin.json").read_text())
+    assert listing["name"] == package["name"] == "@memory-ls/openclaw-memory-ls"
+    assert listing["version"] == package["version"] == manifest["version"], (package, manifest)
+    assert package["main"] == package["openclaw"]["extensions"][0] == "./dist/index.js"
+    assert package["exports"]["."]["default"] == "./dist/index.js"
+    assert package["publishConfig"]["access"] == "public"
+    assert "prepack" in package["scripts"] and not package.get("dependencies")
+    # The lock pins the build's TypeScript; the runtime needs nothing from npm.
+    lock = json.loads((PLUGIN / "package-lock.json").read_text())
+    assert lock["packages"][""]["devDependencies"] == package["devDependencies"]
+
+    packed = _npm(node_bin, "pack", "--pack-destination", str(tmp_path), "--json")
+    assert packed.returncode == 0, packed.stderr[-3000:]
+    tarball = tmp_path / json.loads(packed.stdout)[0]["filename"]
+    fresh = OpenClaw(tmp_path / "fresh", openclaw.node, openclaw.package)
+    installed = fresh.cli(
+        "plugins", "install", f"npm-pack:{tarball}", "--force", "--accept-capabilities"
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert json.loads(fresh.config_path.read_text())["plugins"]["slots"]["memory"] == "memory-ls"
+    inspect = fresh.cli("plugins", "inspect", "memory-ls", "--runtime", "--json")
+    assert inspect.returncode == 0, inspect.stderr[-3000:]
+    plugin = json.loads(inspect.stdout)["plugin"]
+    assert plugin["status"] == "loaded", plugin
+    assert plugin["version"] == plugin["packageVersion"] == package["version"], plugin
+    assert plugin["source"].endswith("/@memory-ls/openclaw-memory-ls/dist/index.js"), plugin
+    assert set(plugin["toolNames"]) == {"memory_search", "memory_get"}, plugin

@@ -3,18 +3,26 @@
 // answering OpenClaw's MemorySearchManager contract (search, readFile, status, sync, probes,
 // close) from its tools memory_search, memory_get and memory_status. NOTES.md says where each
 // shape comes from in the openclaw package.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import type {
+  MemoryProviderStatus,
+  MemoryReadResult,
+  MemorySearchManager,
+  MemorySearchResult,
+  OpenClawConfig,
+  PluginLogger,
+} from "./openclaw.js";
 
 export const PROTOCOL_VERSION = "2025-06-18";
 /** The oldest memory-ls this plugin works with (its MCP tools' shapes, memory_status's fields). */
 export const MIN_MEMORY_LS_VERSION = "0.1.0";
 export const UPGRADE_HINT = "upgrade with pip install -U memory-ls (pipx upgrade memory-ls, or uv tool upgrade memory-ls)";
 
-/** -1, 0 or 1: dotted release numbers compared number by number (a suffix such as .dev1 ignored). @param {string} a @param {string} b */
-export function compareVersions(a, b) {
-  const parts = (/** @type {string} */ v) => (/^\s*v?(\d+(?:\.\d+)*)/.exec(v)?.[1] ?? "0").split(".").map(Number);
+/** -1, 0 or 1: dotted release numbers compared number by number (a suffix such as .dev1 ignored). */
+export function compareVersions(a: string, b: string): -1 | 0 | 1 {
+  const parts = (v: string) => (/^\s*v?(\d+(?:\.\d+)*)/.exec(v)?.[1] ?? "0").split(".").map(Number);
   const x = parts(a);
   const y = parts(b);
   for (let i = 0; i < Math.max(x.length, y.length); i += 1) {
@@ -38,8 +46,9 @@ const PROVIDERS = new Set(["auto", "none", "local", "openai", "openai-compatible
 
 /** An error whose message is meant for the model and the operator, never a stack trace. */
 export class MemoryLsError extends Error {
-  /** @param {string} message @param {{code?: string, timedOut?: boolean}} [extra] */
-  constructor(message, extra = {}) {
+  code: string;
+  timedOut: boolean;
+  constructor(message: string, extra: { code?: string | undefined; timedOut?: boolean } = {}) {
     super(message);
     this.name = "MemoryLsError";
     this.code = extra.code ?? "MEMORY_LS_UNAVAILABLE";
@@ -47,41 +56,90 @@ export class MemoryLsError extends Error {
   }
 }
 
-/**
- * A `memory-ls mcp` child and its JSON-RPC requests.
- */
+/** A memory-ls hit as its memory_search tool answers it (memory_ls/search/results.py). */
+export interface MemoryLsHit {
+  path: string;
+  startLine: number;
+  endLine: number;
+  score: number;
+  snippet?: string;
+  source?: string;
+  citation?: string;
+  vectorScore?: number;
+  textScore?: number;
+}
+
+/** memory-ls's memory_search answer. */
+export interface MemoryLsSearch {
+  results?: MemoryLsHit[];
+  mode?: string;
+  provider?: { id?: string; model?: string } | null;
+  fallbackReason?: string;
+  belowMinScore?: { count: number; bestScore: number };
+  tookMs?: number;
+}
+
+/** memory-ls's memory_status answer (memory-ls status --json), the fields read. */
+export interface MemoryLsStatus {
+  mode?: string;
+  provider?: { id?: string; model?: string; dims?: number } | null;
+  providerReason?: string | null;
+  fallbackReason?: string | null;
+  files?: number;
+  chunks?: number;
+  chunksBySource?: Record<string, number>;
+  dirty?: boolean;
+  fts?: boolean;
+  indexPath?: string;
+  pendingEmbeddings?: number;
+  settingsProblems?: string[];
+  rootProblems?: string[];
+  lastSync?: unknown;
+}
+
+/** memory-ls's memory_get answer. */
+interface MemoryLsGot {
+  path?: string;
+  text?: string;
+  totalLines?: number;
+}
+
+interface McpToolResult {
+  content?: Array<{ type?: string; text?: string }>;
+  isError?: boolean;
+  structuredContent?: unknown;
+}
+
+/** A `memory-ls mcp` child and its JSON-RPC requests. */
 export class McpChild {
-  /**
-   * @param {{command: string, workspace: string, env?: NodeJS.ProcessEnv, logger?: {warn?: Function, info?: Function}}} opts
-   */
-  constructor(opts) {
+  opts: { command: string; workspace: string; env?: NodeJS.ProcessEnv; logger?: PluginLogger | undefined };
+  proc: ChildProcessWithoutNullStreams | null = null;
+  pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  nextId = 1;
+  ready: Promise<void> | null = null;
+  /** why the child is gone, once it is */
+  dead: string | null = null;
+  deadCode: string | undefined = undefined;
+  stderrTail = "";
+  /** the memory-ls version its MCP handshake gave (serverInfo.version) */
+  version: string | null = null;
+  /** set once the handshake is done: the child answers */
+  handshaken = false;
+  /** when the handshake was done (ms since the epoch) */
+  handshakeAt = 0;
+  /** set once a memory_search was answered: memory-ls's first sync is over */
+  synced = false;
+
+  constructor(opts: McpChild["opts"]) {
     this.opts = opts;
-    /** @type {import("node:child_process").ChildProcessWithoutNullStreams | null} */
-    this.proc = null;
-    /** @type {Map<number, {resolve: Function, reject: Function}>} */
-    this.pending = new Map();
-    this.nextId = 1;
-    /** @type {Promise<void> | null} */
-    this.ready = null;
-    /** @type {string | null} why the child is gone, once it is */
-    this.dead = null;
-    this.stderrTail = "";
-    /** the memory-ls version its MCP handshake gave (serverInfo.version) */
-    this.version = null;
-    /** set once the handshake is done: the child answers */
-    this.handshaken = false;
-    /** when the handshake was done (ms since the epoch) */
-    this.handshakeAt = 0;
-    /** set once a memory_search was answered: memory-ls's first sync is over */
-    this.synced = false;
   }
 
   /** Starts the child once; resolves after the MCP handshake. */
-  start() {
+  start(): Promise<void> {
     if (this.ready) return this.ready;
-    this.ready = new Promise((resolve, reject) => {
+    this.ready = new Promise<void>((resolve, reject) => {
       const { command, workspace, env } = this.opts;
-      let proc;
+      let proc: ChildProcessWithoutNullStreams;
       try {
         proc = spawn(command, ["mcp", "-w", workspace], { env: env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
       } catch (error) {
@@ -92,7 +150,7 @@ export class McpChild {
       this.proc = proc;
       let buffer = "";
       proc.stdout.setEncoding("utf8");
-      proc.stdout.on("data", (chunk) => {
+      proc.stdout.on("data", (chunk: string) => {
         buffer += chunk;
         let newline;
         while ((newline = buffer.indexOf("\n")) >= 0) {
@@ -102,11 +160,11 @@ export class McpChild {
         }
       });
       proc.stderr.setEncoding("utf8");
-      proc.stderr.on("data", (chunk) => {
+      proc.stderr.on("data", (chunk: string) => {
         this.stderrTail = (this.stderrTail + chunk).slice(-2000);
       });
-      proc.on("error", (error) => {
-        const missing = /** @type {NodeJS.ErrnoException} */ (error).code === "ENOENT";
+      proc.on("error", (error: NodeJS.ErrnoException) => {
+        const missing = error.code === "ENOENT";
         this.fail(
           missing
             ? `memory-ls is not installed or not on PATH (${command}): install it (pip install memory-ls) or set plugins.entries.memory-ls.config.command to its full path`
@@ -123,8 +181,9 @@ export class McpChild {
         protocolVersion: PROTOCOL_VERSION,
         capabilities: {},
         clientInfo: { name: "openclaw-memory-ls", version: "0.1.0" },
-      }).then((/** @type {any} */ init) => {
-        const version = typeof init?.serverInfo?.version === "string" ? init.serverInfo.version : null;
+      }).then((init) => {
+        const serverVersion = (init as { serverInfo?: { version?: unknown } } | null)?.serverInfo?.version;
+        const version = typeof serverVersion === "string" ? serverVersion : null;
         this.version = version;
         if (version && compareVersions(version, MIN_MEMORY_LS_VERSION) < 0) {
           const message = `memory-ls ${version} is older than ${MIN_MEMORY_LS_VERSION}, the oldest this plugin works with (${command}): ${UPGRADE_HINT}, then restart the gateway`;
@@ -144,8 +203,7 @@ export class McpChild {
     return this.ready;
   }
 
-  /** @param {string} message @param {string} code */
-  fail(message, code) {
+  fail(message: string, code: string): void {
     if (this.dead) return;
     this.dead = message;
     this.deadCode = code;
@@ -154,9 +212,8 @@ export class McpChild {
     this.pending.clear();
   }
 
-  /** @param {string} line */
-  onLine(line) {
-    let message;
+  onLine(line: string): void {
+    let message: { id?: unknown; error?: { message?: string }; result?: unknown };
     try {
       message = JSON.parse(line);
     } catch {
@@ -169,14 +226,12 @@ export class McpChild {
     else waiter?.resolve(message.result);
   }
 
-  /** @param {string} method @param {unknown} params */
-  notify(method, params) {
+  notify(method: string, params: unknown): void {
     if (!this.proc || this.dead) return;
     this.proc.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method, params })}\n`);
   }
 
-  /** @param {string} method @param {unknown} params @returns {Promise<any>} */
-  request(method, params) {
+  request(method: string, params: unknown): Promise<unknown> {
     if (this.dead) return Promise.reject(new MemoryLsError(this.dead, { code: this.deadCode }));
     if (!this.proc) return Promise.reject(new MemoryLsError("memory-ls is not started"));
     const id = this.nextId++;
@@ -186,24 +241,21 @@ export class McpChild {
     });
   }
 
-  /**
-   * Calls an MCP tool; its structured answer, or a MemoryLsError with the tool's own words.
-   * @param {string} name @param {Record<string, unknown>} args @returns {Promise<any>}
-   */
-  async callTool(name, args) {
+  /** Calls an MCP tool; its structured answer, or a MemoryLsError with the tool's own words. */
+  async callTool<T = Record<string, unknown>>(name: string, args: Record<string, unknown>): Promise<T> {
     await this.start();
-    const result = await this.request("tools/call", { name, arguments: args });
-    const text = result?.content?.find?.((/** @type {any} */ c) => c?.type === "text")?.text ?? "";
+    const result = (await this.request("tools/call", { name, arguments: args })) as McpToolResult | null;
+    const text = result?.content?.find?.((c) => c?.type === "text")?.text ?? "";
     if (result?.isError) throw new MemoryLsError(text || `${name} failed`, { code: "MEMORY_LS_TOOL_ERROR" });
-    if (result?.structuredContent && typeof result.structuredContent === "object") return result.structuredContent;
+    if (result?.structuredContent && typeof result.structuredContent === "object") return result.structuredContent as T;
     try {
-      return JSON.parse(text);
+      return JSON.parse(text) as T;
     } catch {
       throw new MemoryLsError(`${name}: memory-ls answered something that is not JSON`);
     }
   }
 
-  close() {
+  close(): Promise<void> {
     const proc = this.proc;
     this.fail("memory-ls was stopped", "MEMORY_LS_CLOSED");
     if (!proc || proc.exitCode !== null) return Promise.resolve();
@@ -223,13 +275,9 @@ export class McpChild {
   }
 }
 
-/**
- * Runs `run` under a deadline; a MemoryLsError with timedOut set past it.
- * @template T @param {number} ms @param {() => Promise<T>} run @param {AbortSignal} [signal]
- * @returns {Promise<T>}
- */
-export function withDeadline(ms, run, signal) {
-  return new Promise((resolve, reject) => {
+/** Runs `run` under a deadline; a MemoryLsError with timedOut set past it. */
+export function withDeadline<T>(ms: number, run: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => reject(new MemoryLsError(`memory-ls did not answer within ${Math.round(ms / 1000)} s`, { code: "MEMORY_LS_TIMEOUT", timedOut: true })), ms);
     timer.unref?.();
     const onAbort = () => reject(new MemoryLsError("memory search aborted", { code: "ABORTED" }));
@@ -241,46 +289,58 @@ export function withDeadline(ms, run, signal) {
   });
 }
 
+/** One agent's memory settings, as the plugin uses them. */
+export interface MemorySettings {
+  enabled: boolean;
+  extraPaths: string[];
+  sessions: boolean;
+  maxResults: number;
+  minScore: number;
+  provider: string | undefined;
+  model: string | undefined;
+}
+
 /**
  * OpenClaw's memory settings for one agent (memory.search, with agents.entries.<id>.memory.search
  * or agents.list[].memory.search
  * over it), as memory-core reads them (dist/memory-search-*.mjs, resolveMemorySearchIndexConfig).
- * @param {any} cfg @param {string} agentId
  */
-export function resolveOpenClawMemorySettings(cfg, agentId) {
+export function resolveOpenClawMemorySettings(cfg: OpenClawConfig | undefined, agentId: string): MemorySettings {
   const defaults = cfg?.memory?.search ?? {};
   // 2026.9.6 keys its roster (agents.entries.<id>); earlier releases listed it (agents.list[]).
-  const agent =
-    cfg?.agents?.entries?.[agentId] ??
-    (cfg?.agents?.list ?? []).find((/** @type {any} */ a) => a?.id === agentId);
+  const agent = cfg?.agents?.entries?.[agentId] ?? (cfg?.agents?.list ?? []).find((a) => a?.id === agentId);
   const overrides = agent?.memory?.search ?? {};
-  const pick = (/** @type {string} */ key) => overrides[key] ?? defaults[key];
-  const sources = pick("sources");
+  const sources = overrides.sources ?? defaults.sources;
   const sessionMemory = overrides.experimental?.sessionMemory ?? defaults.experimental?.sessionMemory ?? false;
   return {
-    enabled: pick("enabled") ?? true,
+    enabled: overrides.enabled ?? defaults.enabled ?? true,
     extraPaths: [...(defaults.extraPaths ?? []), ...(overrides.extraPaths ?? [])]
-      .map((/** @type {any} */ p) => (typeof p === "string" ? p : p?.path))
-      .filter((/** @type {any} */ p) => typeof p === "string" && p.trim()),
+      .map((p) => (typeof p === "string" ? p : p?.path))
+      .filter((p): p is string => typeof p === "string" && p.trim() !== ""),
     sessions: Array.isArray(sources) ? sources.includes("sessions") && sessionMemory !== false : false,
     maxResults: overrides.query?.maxResults ?? defaults.query?.maxResults ?? 6,
     minScore: overrides.query?.minScore ?? defaults.query?.minScore ?? 0.35,
-    provider: pick("provider"),
-    model: pick("model"),
+    provider: overrides.provider ?? defaults.provider,
+    model: overrides.model ?? defaults.model,
   };
 }
 
-/** @param {string} s */
-const tomlString = (s) => JSON.stringify(s);
+const tomlString = (s: string) => JSON.stringify(s);
 
 /**
  * The memory-ls config.toml the child reads (through XDG_CONFIG_HOME) for the settings that
  * map: extraPaths, sessions (OpenClaw's transcript folder as a sessions root), provider/model.
  * The user's own ~/.config/memory-ls/config.toml comes after our top-level keys, and wins where
  * it sets the same key (we then leave ours out). Returns null when nothing maps.
- * @param {{extraPaths: string[], sessions: boolean, provider?: string, model?: string, sessionsDir: string, userConfigText: string}} p
  */
-export function buildMemoryLsConfig(p) {
+export function buildMemoryLsConfig(p: {
+  extraPaths: string[];
+  sessions: boolean;
+  provider?: string | undefined;
+  model?: string | undefined;
+  sessionsDir: string;
+  userConfigText: string;
+}): string | null {
   const userTop = p.userConfigText.split(/\r?\n/);
   const headerAt = userTop.findIndex((line) => /^\s*\[/.test(line));
   const userKeys = new Set(
@@ -294,19 +354,15 @@ export function buildMemoryLsConfig(p) {
   const provider = typeof p.provider === "string" ? p.provider.trim() : "";
   if (provider && PROVIDERS.has(provider) && !userKeys.has("provider")) lines.push(`provider = ${tomlString(provider)}`);
   if (typeof p.model === "string" && p.model.trim() && !userKeys.has("model")) lines.push(`model = ${tomlString(p.model.trim())}`);
-  const tail = [];
+  const tail: string[] = [];
   if (p.sessions) tail.push("", "[[sessions.roots]]", `path = ${tomlString(p.sessionsDir)}`, `globs = ["*.jsonl"]`, `name = "openclaw"`);
   if (lines.length === 1 && tail.length === 0) return null;
   return [...lines, "", p.userConfigText.trimEnd(), ...tail, ""].join("\n");
 }
 
-/**
- * A memory-ls hit as OpenClaw's MemorySearchResult (packages/memory-host-sdk/src/host/types.ts).
- * @param {any} hit
- */
-export function toOpenClawResult(hit) {
-  /** @type {Record<string, unknown>} */
-  const out = {
+/** A memory-ls hit as OpenClaw's MemorySearchResult (packages/memory-host-sdk/src/host/types.ts). */
+export function toOpenClawResult(hit: MemoryLsHit): MemorySearchResult {
+  const out: MemorySearchResult = {
     path: String(hit.path),
     startLine: Number(hit.startLine),
     endLine: Number(hit.endLine),
@@ -314,7 +370,7 @@ export function toOpenClawResult(hit) {
     snippet: String(hit.snippet ?? ""),
     source: hit.source === "sessions" ? "sessions" : "memory",
     citation: hit.citation,
-  };
+  } as MemorySearchResult;
   if (typeof hit.vectorScore === "number") out.vectorScore = hit.vectorScore;
   if (typeof hit.textScore === "number") out.textScore = hit.textScore;
   return out;
@@ -324,9 +380,8 @@ export function toOpenClawResult(hit) {
  * memory_get's answer as OpenClaw's MemoryReadResult, cut as memory-core cuts it
  * (dist/read-file-*.mjs buildMemoryReadResultFromSlice): whole lines up to 12,000 characters,
  * then `truncated` and `nextFrom` with the continuation notice.
- * @param {any} got @param {string} relPath @param {number} from @param {boolean} moreLines
  */
-export function toOpenClawRead(got, relPath, from, moreLines) {
+export function toOpenClawRead(got: MemoryLsGot, relPath: string, from: number, moreLines: boolean): MemoryReadResult {
   const lines = String(got.text ?? "").split("\n");
   if (lines.at(-1) === "") lines.pop();
   let included = 0;
@@ -356,44 +411,48 @@ export function toOpenClawRead(got, relPath, from, moreLines) {
   };
 }
 
-/**
- * OpenClaw's MemorySearchManager over one memory-ls child.
- */
-export class MemoryLsManager {
-  /**
-   * @param {{command: string, workspace: string, env: NodeJS.ProcessEnv, timeoutMs: number,
-   *   settings: ReturnType<typeof resolveOpenClawMemorySettings>, logger?: any}} opts
-   */
-  constructor(opts) {
+export interface ManagerOptions {
+  command: string;
+  workspace: string;
+  env: NodeJS.ProcessEnv;
+  timeoutMs: number;
+  settings: MemorySettings;
+  logger?: PluginLogger | undefined;
+}
+
+/** OpenClaw's MemorySearchManager over one memory-ls child. */
+export class MemoryLsManager implements MemorySearchManager {
+  opts: ManagerOptions;
+  child: McpChild;
+  lastStatus: MemoryLsStatus | null = null;
+  lastError: string | null = null;
+  /** set when memory-core's tools shadow ours */
+  shadowedBy: string | undefined = undefined;
+  /** the last memory_search answer (mode, provider, fallbackReason) */
+  lastSearch: MemoryLsSearch | null = null;
+  /** extraPaths memory-ls skips: outside the workspace (it only logs them) */
+  pathProblems: string[];
+
+  constructor(opts: ManagerOptions) {
     this.opts = opts;
     this.child = new McpChild({ command: opts.command, workspace: opts.workspace, env: opts.env, logger: opts.logger });
-    /** @type {any} */
-    this.lastStatus = null;
-    /** @type {string | null} */
-    this.lastError = null;
-    /** @type {string | undefined} set when memory-core's tools shadow ours */
-    this.shadowedBy = undefined;
-    /** @type {any} the last memory_search answer (mode, provider, fallbackReason) */
-    this.lastSearch = null;
-    /** extraPaths memory-ls skips: outside the workspace (it only logs them) */
     this.pathProblems = outsideExtraPaths(opts.workspace, opts.settings.extraPaths);
   }
 
   /** The first sync's message while it runs (memory-ls's own words, server/requests.py INDEXING). */
-  indexingMessage() {
+  indexingMessage(): string {
     return `memory-ls's first sync of ${this.opts.workspace} is still running: search again in a moment`;
   }
 
   /** Restarts a child that died (memory-ls upgraded, killed); keeps one that runs. */
-  ensureChild() {
+  ensureChild(): McpChild {
     if (this.child.dead && this.child.ready) {
       this.child = new McpChild({ command: this.opts.command, workspace: this.opts.workspace, env: this.opts.env, logger: this.opts.logger });
     }
     return this.child;
   }
 
-  /** @template T @param {() => Promise<T>} run @param {AbortSignal} [signal] @returns {Promise<T>} */
-  async guarded(run, signal) {
+  async guarded<T>(run: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     try {
       const out = await withDeadline(this.opts.timeoutMs, run, signal);
       this.lastError = null;
@@ -417,31 +476,26 @@ export class MemoryLsManager {
     }
   }
 
-  /**
-   * @param {string} query
-   * @param {{maxResults?: number, minScore?: number, sources?: string[], signal?: AbortSignal}} [opts]
-   */
-  async search(query, opts = {}) {
-    const args = /** @type {Record<string, unknown>} */ ({ query });
+  async search(query: string, opts: { maxResults?: number | undefined; minScore?: number | undefined; sources?: string[] | undefined; signal?: AbortSignal | undefined } = {}): Promise<MemorySearchResult[]> {
+    const args: Record<string, unknown> = { query };
     const max = opts.maxResults ?? this.opts.settings.maxResults;
     if (typeof max === "number" && max > 0) args.maxResults = Math.min(MAX_RESULTS_CAP, Math.floor(max));
     const minScore = opts.minScore ?? this.opts.settings.minScore;
     if (typeof minScore === "number" && Number.isFinite(minScore)) args.minScore = Math.min(1, Math.max(0, minScore));
     if (Array.isArray(opts.sources) && opts.sources.length) args.sources = opts.sources;
     const child = this.ensureChild();
-    const answer = await this.guarded(() => child.callTool("memory_search", args), opts.signal);
+    const answer = await this.guarded(() => child.callTool<MemoryLsSearch>("memory_search", args), opts.signal);
     child.synced = true;
     this.lastSearch = answer;
     return (answer.results ?? []).map(toOpenClawResult);
   }
 
-  /** @param {{relPath: string, from?: number, lines?: number}} params */
-  async readFile(params) {
+  async readFile(params: { relPath: string; from?: number | undefined; lines?: number | undefined }): Promise<MemoryReadResult> {
     const from = params.from && params.from > 0 ? Math.floor(params.from) : 1;
     const want = params.lines && params.lines > 0 ? Math.floor(params.lines) : DEFAULT_READ_LINES;
     const ask = Math.min(MAX_LINES_CAP, want + 1);
     try {
-      const got = await this.guarded(() => this.ensureChild().callTool("memory_get", { path: params.relPath, from, lines: ask }));
+      const got = await this.guarded(() => this.ensureChild().callTool<MemoryLsGot>("memory_get", { path: params.relPath, from, lines: ask }));
       const text = String(got.text ?? "");
       const lines = text.split("\n");
       if (lines.at(-1) === "") lines.pop();
@@ -456,18 +510,18 @@ export class MemoryLsManager {
   }
 
   /** Refreshes the status OpenClaw reads synchronously; memory-ls syncs before each search. */
-  async sync() {
+  async sync(): Promise<void> {
     try {
-      this.lastStatus = await this.guarded(() => this.ensureChild().callTool("memory_status", {}));
+      this.lastStatus = await this.guarded(() => this.ensureChild().callTool<MemoryLsStatus>("memory_status", {}));
     } catch {
       /* status() reports lastError */
     }
   }
 
   /** OpenClaw's MemoryProviderStatus (status() is synchronous: the last memory_status seen). */
-  status() {
+  status(): MemoryProviderStatus {
     const s = this.lastStatus;
-    const indexing = Boolean(s) && s.lastSync == null && !this.child.synced && !this.child.dead;
+    const indexing = Boolean(s) && s?.lastSync == null && !this.child.synced && !this.child.dead;
     const custom = {
       engine: "memory-ls",
       command: this.opts.command,
@@ -496,22 +550,22 @@ export class MemoryLsManager {
       ...(s?.mode === "keyword" ? { fallback: { from: this.opts.settings.provider ?? "auto", reason: s.providerReason ?? s.fallbackReason ?? "keyword-only" } } : {}),
       vector: { enabled: true, available: s?.mode === "hybrid", ...(s?.provider?.dims ? { dims: s.provider.dims } : {}) },
       custom: { memoryLs: custom },
-    };
+    } as MemoryProviderStatus;
   }
 
-  async probeEmbeddingAvailability() {
+  async probeEmbeddingAvailability(): Promise<{ ok: boolean; error?: string }> {
     await this.sync();
     const s = this.lastStatus;
     if (!s) return { ok: false, error: this.lastError ?? "memory-ls is not answering" };
     return s.mode === "hybrid" ? { ok: true } : { ok: false, error: s.providerReason ?? "keyword-only" };
   }
 
-  async probeVectorAvailability() {
+  async probeVectorAvailability(): Promise<boolean> {
     await this.sync();
     return this.lastStatus?.mode === "hybrid";
   }
 
-  close() {
+  close(): Promise<void> {
     return this.child.close();
   }
 }
@@ -519,10 +573,9 @@ export class MemoryLsManager {
 /**
  * The extraPaths memory-ls skips because they resolve outside the workspace (memory_ls/workspace.py
  * logs "extraPaths: X is outside the workspace; skipped" and indexes nothing of them), in its words.
- * @param {string} workspace @param {string[]} extraPaths @returns {string[]}
  */
-export function outsideExtraPaths(workspace, extraPaths) {
-  const real = (/** @type {string} */ p) => {
+export function outsideExtraPaths(workspace: string, extraPaths: string[]): string[] {
+  const real = (p: string) => {
     try {
       return fs.realpathSync(p);
     } catch {
@@ -543,9 +596,8 @@ export function outsideExtraPaths(workspace, extraPaths) {
 /**
  * The environment of a child: the gateway's, with XDG_CONFIG_HOME pointing at a generated
  * config.toml when OpenClaw's settings map onto memory-ls's.
- * @param {{stateDir: string, agentId: string, settings: ReturnType<typeof resolveOpenClawMemorySettings>, provider?: string, model?: string}} p
  */
-export function childEnv(p) {
+export function childEnv(p: { stateDir: string; agentId: string; settings: MemorySettings; provider?: string | undefined; model?: string | undefined }): NodeJS.ProcessEnv {
   const env = { ...process.env };
   const home = process.env.HOME ?? "";
   const userConfigPath = path.join(process.env.XDG_CONFIG_HOME || path.join(home, ".config"), "memory-ls", "config.toml");

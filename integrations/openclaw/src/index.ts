@@ -1,5 +1,5 @@
 // OpenClaw memory plugin: memory-ls answers the agent's memory_search and memory_get.
-// Plain ESM with JSDoc types, no build step and no import from openclaw: OpenClaw loads it natively.
+// Compiled to plain ESM (dist/) that imports nothing from openclaw: OpenClaw loads it natively.
 // The contract it implements, with the openclaw package files it comes from: NOTES.md.
 import {
   DEFAULT_TIMEOUT_MS,
@@ -8,6 +8,16 @@ import {
   childEnv,
   resolveOpenClawMemorySettings,
 } from "./memory-ls.js";
+import type {
+  AgentTool,
+  MemoryPluginRuntime,
+  MemorySearchResult,
+  OpenClawConfig,
+  OpenClawPluginApi,
+  ToolContext,
+} from "./openclaw.js";
+
+export type * from "./openclaw.js";
 
 const PLUGIN_ID = "memory-ls";
 
@@ -34,17 +44,29 @@ const MemoryGetSchema = {
   additionalProperties: false,
 };
 
-/** @param {unknown} payload OpenClaw's jsonResult (dist/tool-results-*.mjs). */
-function jsonResult(payload) {
-  return { content: [{ type: "text", text: JSON.stringify(payload, null, 2) }], details: payload };
+/** OpenClaw's jsonResult (dist/tool-results-*.mjs). */
+function jsonResult(payload: unknown) {
+  return { content: [{ type: "text" as const, text: JSON.stringify(payload, null, 2) }], details: payload };
+}
+
+/** memory-core's degraded answer (buildMemorySearchUnavailableResult, tools.shared.ts). */
+export interface UnavailableResult {
+  results: [];
+  disabled: true;
+  unavailable: true;
+  indexing?: true;
+  timedOut?: true;
+  error: string;
+  warning: string;
+  action: string;
+  debug: Record<string, unknown>;
 }
 
 /**
  * memory-core's degraded answer (dist/tools-*.mjs buildMemorySearchUnavailableResult): no
  * results, and a reason, a warning and an action the model can pass on.
- * @param {unknown} error @param {string} [agentId]
  */
-export function unavailableResult(error, agentId) {
+export function unavailableResult(error: unknown, agentId?: string): UnavailableResult {
   const reason = error instanceof Error ? error.message : String(error ?? "memory search unavailable");
   const timedOut = error instanceof MemoryLsError && error.timedOut;
   const code = error instanceof MemoryLsError ? error.code : undefined;
@@ -57,7 +79,7 @@ export function unavailableResult(error, agentId) {
     const action = indexing
       ? "Retry memory_search in a moment; the first sync keeps running."
       : "Tell the user to upgrade memory-ls (pip install -U memory-ls) and restart the OpenClaw gateway.";
-    return { results: [], disabled: true, unavailable: true, ...(indexing ? { indexing: true } : {}), error: reason, warning, action, debug: { warning, action, error: reason, code, backend: "memory-ls" } };
+    return { results: [], disabled: true, unavailable: true, ...(indexing ? { indexing: true as const } : {}), error: reason, warning, action, debug: { warning, action, error: reason, code, backend: "memory-ls" } };
   }
   const warning = timedOut
     ? "Memory search did not finish within its time limit."
@@ -73,7 +95,7 @@ export function unavailableResult(error, agentId) {
     results: [],
     disabled: true,
     unavailable: true,
-    ...(timedOut ? { timedOut: true } : {}),
+    ...(timedOut ? { timedOut: true as const } : {}),
     error: reason,
     warning,
     action,
@@ -81,14 +103,15 @@ export function unavailableResult(error, agentId) {
   };
 }
 
-/** @param {any} cfg */
-function citationsMode(cfg) {
+type CitationsMode = "on" | "off" | "auto";
+
+function citationsMode(cfg: OpenClawConfig | undefined): CitationsMode {
   const mode = cfg?.memory?.citations;
   return mode === "on" || mode === "off" || mode === "auto" ? mode : "auto";
 }
 
 /** memory-core's rule (dist/tools-*.mjs shouldIncludeCitations): auto cites in direct chats. */
-function includeCitations(/** @type {string} */ mode, /** @type {string | undefined} */ sessionKey) {
+function includeCitations(mode: CitationsMode, sessionKey: string | undefined): boolean {
   if (mode === "on") return true;
   if (mode === "off") return false;
   const rest = typeof sessionKey === "string" ? sessionKey.split(":").slice(2).join(":").toLowerCase() : "";
@@ -96,20 +119,37 @@ function includeCitations(/** @type {string} */ mode, /** @type {string | undefi
   return !(tokens.has("channel") || tokens.has("group"));
 }
 
-/** @param {{startLine: number, endLine: number, path: string}} e */
-function formatCitation(e) {
+function formatCitation(e: { startLine: number; endLine: number; path: string }): string {
   return e.startLine === e.endLine ? `${e.path}#L${e.startLine}` : `${e.path}#L${e.startLine}-L${e.endLine}`;
 }
 
-/**
- * @param {any} api OpenClaw's plugin API (OpenClawPluginApi)
- */
-function register(api) {
-  const pluginConfig = api.pluginConfig ?? {};
+/** The plugin's own settings (plugins.entries.memory-ls.config, openclaw.plugin.json). */
+interface PluginConfig {
+  command?: unknown;
+  timeoutMs?: unknown;
+  provider?: string;
+  model?: string;
+}
+
+interface SearchParams {
+  query?: unknown;
+  maxResults?: unknown;
+  minScore?: unknown;
+  corpus?: unknown;
+}
+
+interface GetParams {
+  path?: unknown;
+  from?: unknown;
+  lines?: unknown;
+}
+
+function register(api: OpenClawPluginApi): void {
+  const pluginConfig: PluginConfig = api.pluginConfig ?? {};
   const command = typeof pluginConfig.command === "string" && pluginConfig.command.trim() ? pluginConfig.command.trim() : "memory-ls";
   const timeoutMs = typeof pluginConfig.timeoutMs === "number" && pluginConfig.timeoutMs > 0 ? pluginConfig.timeoutMs : DEFAULT_TIMEOUT_MS;
-  /** @type {Map<string, {key: string, manager: MemoryLsManager}>} one memory-ls per agent workspace */
-  const managers = new Map();
+  /** one memory-ls per agent workspace */
+  const managers = new Map<string, { key: string; manager: MemoryLsManager }>();
 
   const currentConfig = () => api.runtime?.config?.current?.() ?? api.config;
 
@@ -121,17 +161,15 @@ function register(api) {
   const shadowed = coreEntry?.enabled !== false && coreEntry?.config?.dreaming?.enabled !== false;
   if (shadowed) {
     api.logger?.warn?.(
-      'memory-ls: memory-core stays loaded for dreaming and its memory_search / memory_get shadow memory-ls\'s: set plugins.entries.memory-core.enabled to false (openclaw config set plugins.entries.memory-core.enabled false)',
+      "memory-ls: memory-core stays loaded for dreaming and its memory_search / memory_get shadow memory-ls's: set plugins.entries.memory-core.enabled to false (openclaw config set plugins.entries.memory-core.enabled false)",
     );
   }
 
-  /** @param {any} cfg @param {string} agentId */
-  function workspaceOf(cfg, agentId) {
+  function workspaceOf(cfg: OpenClawConfig, agentId: string): string {
     return api.runtime.agent.resolveAgentWorkspaceDir(cfg, agentId);
   }
 
-  /** @param {any} cfg @param {string} agentId @returns {MemoryLsManager} */
-  function managerFor(cfg, agentId) {
+  function managerFor(cfg: OpenClawConfig, agentId: string): MemoryLsManager {
     const workspace = workspaceOf(cfg, agentId);
     const settings = resolveOpenClawMemorySettings(cfg, agentId);
     const stateDir = api.runtime.state.resolveStateDir();
@@ -146,7 +184,6 @@ function register(api) {
   }
 
   const runtime = {
-    /** @param {{cfg: any, agentId: string, purpose?: string}} params */
     async getMemorySearchManager(params) {
       const started = Date.now();
       try {
@@ -159,14 +196,13 @@ function register(api) {
       }
     },
     resolveMemoryBackendConfig() {
-      return { backend: "builtin" };
+      return { backend: "builtin" as const };
     },
     /** Session hits: only for the agent that owns them, never in a sandbox (memory-core's rule of thumb). */
-    async authorizeSearchHits(/** @type {{sandboxed: boolean, hits: any[]}} */ params) {
+    async authorizeSearchHits(params: { sandboxed: boolean; hits: MemorySearchResult[] }) {
       return params.sandboxed ? params.hits.filter((h) => h.source !== "sessions") : params.hits;
     },
-    /** @param {{agentId: string}} params */
-    async closeMemorySearchManager(params) {
+    async closeMemorySearchManager(params: { agentId: string }) {
       const entry = managers.get(params.agentId);
       managers.delete(params.agentId);
       await entry?.manager.close();
@@ -176,11 +212,11 @@ function register(api) {
       managers.clear();
       await Promise.allSettled(all.map((e) => e.manager.close()));
     },
-  };
+  } satisfies MemoryPluginRuntime;
 
   api.registerMemoryCapability({
     deterministicRecallToolName: "memory_search",
-    promptBuilder: (/** @type {{availableTools: Set<string>, citationsMode?: string}} */ params) => {
+    promptBuilder: (params) => {
       if (!params.availableTools.has("memory_search") && !params.availableTools.has("memory_get")) return [];
       return [
         "## Memory Recall",
@@ -195,11 +231,11 @@ function register(api) {
     runtime,
   });
 
-  /** @param {any} ctx */
-  const toolConfig = (ctx) => ctx?.getRuntimeConfig?.() ?? ctx?.runtimeConfig ?? ctx?.config ?? currentConfig();
+  const toolConfig = (ctx: ToolContext | undefined): OpenClawConfig =>
+    (ctx?.getRuntimeConfig?.() ?? ctx?.runtimeConfig ?? ctx?.config ?? currentConfig()) as OpenClawConfig;
 
   api.registerTool(
-    (/** @type {any} */ ctx) => {
+    (ctx): AgentTool | null => {
       const cfg0 = toolConfig(ctx);
       const agentId0 = ctx?.agentId ?? "main";
       const settings0 = resolveOpenClawMemorySettings(cfg0, agentId0);
@@ -211,13 +247,14 @@ function register(api) {
         name: "memory_search",
         description: `Mandatory recall step: search ${search} (memory-ls: keywords and meaning, any language) before answering questions about prior work, decisions, dates, people, preferences, or todos. Each hit carries a citation path#Lstart-Lend; read the cited lines with memory_get before relying on them. \`corpus=memory\` restricts hits to memory files, \`corpus=sessions\` to session transcripts. If the response has disabled=true or unavailable=true, tell the user and include the warning/action guidance.`,
         parameters: MemorySearchSchema,
-        execute: async (/** @type {string} */ _id, /** @type {any} */ params, /** @type {AbortSignal | undefined} */ signal) => {
+        execute: async (_id, rawParams, signal) => {
+          const params = (rawParams ?? {}) as SearchParams;
           const cfg = toolConfig(ctx);
           const agentId = ctx?.agentId ?? "main";
           try {
-            const query = typeof params?.query === "string" ? params.query.trim() : "";
+            const query = typeof params.query === "string" ? params.query.trim() : "";
             if (!query) return jsonResult({ results: [], error: "query is required" });
-            const corpus = params?.corpus;
+            const corpus = params.corpus;
             const sources = corpus === "memory" ? ["memory"] : corpus === "sessions" ? ["sessions"] : undefined;
             const settings = resolveOpenClawMemorySettings(cfg, agentId);
             if (corpus === "sessions" && !settings.sessions) {
@@ -226,15 +263,15 @@ function register(api) {
             const manager = managerFor(cfg, agentId);
             const started = Date.now();
             let hits = await manager.search(query, {
-              maxResults: typeof params?.maxResults === "number" ? params.maxResults : undefined,
-              minScore: typeof params?.minScore === "number" ? params.minScore : undefined,
+              maxResults: typeof params.maxResults === "number" ? params.maxResults : undefined,
+              minScore: typeof params.minScore === "number" ? params.minScore : undefined,
               sources,
               signal,
             });
             hits = await runtime.authorizeSearchHits({ sandboxed: ctx?.sandboxed === true, hits });
             const mode = citationsMode(cfg);
             const cite = includeCitations(mode, ctx?.sessionKey);
-            const results = hits.map((/** @type {any} */ h) => {
+            const results = hits.map((h) => {
               const citation = cite ? formatCitation(h) : undefined;
               return { ...h, corpus: h.source, citation, snippet: cite ? `${String(h.snippet).trimEnd()}\n\nSource: ${citation}` : h.snippet };
             });
@@ -262,7 +299,7 @@ function register(api) {
   );
 
   api.registerTool(
-    (/** @type {any} */ ctx) => {
+    (ctx): AgentTool | null => {
       const cfg0 = toolConfig(ctx);
       const agentId0 = ctx?.agentId ?? "main";
       const settings0 = resolveOpenClawMemorySettings(cfg0, agentId0);
@@ -273,15 +310,16 @@ function register(api) {
         name: "memory_get",
         description: `Safe exact excerpt read from ${files}: pass a hit's path (or its citation path#Lstart-Lend) and from/lines. Defaults to a bounded excerpt when lines are omitted and includes truncation/continuation info when more content exists. status=ok means the requested excerpt was read; status=not_found means the file does not exist; status=error means the read failed, not that memory is disabled.`,
         parameters: MemoryGetSchema,
-        execute: async (/** @type {string} */ _id, /** @type {any} */ params) => {
+        execute: async (_id, rawParams) => {
+          const params = (rawParams ?? {}) as GetParams;
           const cfg = toolConfig(ctx);
           const agentId = ctx?.agentId ?? "main";
-          let relPath = typeof params?.path === "string" ? params.path.trim() : "";
-          let from = typeof params?.from === "number" ? params.from : undefined;
-          let lines = typeof params?.lines === "number" ? params.lines : undefined;
+          let relPath = typeof params.path === "string" ? params.path.trim() : "";
+          let from = typeof params.from === "number" ? params.from : undefined;
+          let lines = typeof params.lines === "number" ? params.lines : undefined;
           const cited = /^(.*)#L(\d+)(?:-L(\d+))?$/.exec(relPath);
           if (cited) {
-            relPath = cited[1];
+            relPath = cited[1] ?? "";
             if (from === undefined) {
               from = Number(cited[2]);
               if (lines === undefined) lines = Number(cited[3] ?? cited[2]) - from + 1;
@@ -310,10 +348,12 @@ function register(api) {
   });
 }
 
-export default {
+/** The plugin entry OpenClaw loads (resolvePluginModuleExport: {id, name, description, kind, register}). */
+const plugin = {
   id: PLUGIN_ID,
   name: "memory-ls",
   description: "memory-ls (hybrid keyword + vector search, any language, with citations) as OpenClaw's memory engine",
-  kind: "memory",
+  kind: "memory" as const,
   register,
 };
+export default plugin;
