@@ -181,7 +181,7 @@ def cmd_session(args: argparse.Namespace) -> int:
     from .index.schema import DatabaseError
     from .params import MAX_SAVE_SESSION_MESSAGES
     from .sessions.hooks import InputError, session_input
-    from .sessions.writer import write_note
+    from .sessions.known import save_new
 
     # Checked as memory.saveSession checks `messages`: 0 or -3 wrote a note with no messages.
     if not 1 <= args.messages <= MAX_SAVE_SESSION_MESSAGES:
@@ -206,11 +206,24 @@ def cmd_session(args: argparse.Namespace) -> int:
     if args.workspace is None and found.cwd is not None:
         args.workspace = str(found.cwd)  # a hook's notes go to the agent's folder unless -w
     with _engine(args) as engine:
+        check = None
+        if args.skip_known:
+            engine.sync("session-save", progress=ProgressBar())  # what memory holds now
+            check = lambda text: engine.check_draft(text)[1]  # noqa: E731
         try:
-            path = write_note(engine.root, found.session, engine.settings)
+            saved = save_new(engine.root, engine.settings, found.session, check)
         except OSError as exc:
             print(f"memory-ls: cannot save the session: {exc}", file=sys.stderr)
             return 2
+        if saved.path is None:
+            print(
+                "memory-ls: memory already holds every message of the session: nothing saved",
+                file=sys.stderr,
+            )
+            if args.json:
+                print(json.dumps(saved.to_json(engine.root)))
+            return 0
+        path = saved.path
         # The new note is searchable at once (keyword side); vectors follow in this sync too.
         try:
             engine.sync("session-save", progress=ProgressBar())
@@ -222,7 +235,9 @@ def cmd_session(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         rel = path.relative_to(engine.root).as_posix()
-        print(json.dumps({"path": rel, "uri": path.as_uri()}) if args.json else rel)
+        if saved.known:
+            print(f"memory-ls: left out {len(saved.known)} known message(s)", file=sys.stderr)
+        print(json.dumps(saved.to_json(engine.root)) if args.json else rel)
         return 0
 
 
@@ -339,6 +354,12 @@ def _add_agent_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     m.add_argument("--messages", type=int, default=15, help="how many, 1-1000 (default 15)")
     m.add_argument("--source", default=None, help="where the session came from (e.g. telegram)")
     m.add_argument("--key", default=None, help="session key (default: from the transcript)")
+    m.add_argument(
+        "--skip-known",
+        action="store_true",
+        help="leave out the messages memory already holds (the duplicate check memory_check "
+        "runs); write no note when it holds them all",
+    )
     m.set_defaults(func=cmd_session)
 
     s = sub.add_parser("sessions", help="agents' transcript folders outside the workspace")

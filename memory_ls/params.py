@@ -103,6 +103,7 @@ class SaveSessionParams:
     messages: int = SAVE_SESSION_MESSAGES
     source: str | None = None
     folder: str | None = None
+    skip_known: bool = False  # leave out the messages memory already holds (sessions/known.py)
 
 
 # -- entry points ----------------------------------------------------------------------------
@@ -157,7 +158,8 @@ def parse_sync(arguments: Sequence[Any]) -> SyncParams:
 
 
 def parse_save_session(arguments: Sequence[Any]) -> SaveSessionParams:
-    """``memory.saveSession`` arguments: ``[{transcript, messages?, source?, folder?}]``."""
+    """``memory.saveSession`` arguments: ``[{transcript, messages?, source?, folder?,
+    skipKnown?}]``."""
     p = _structure(_command_object(arguments), SaveSessionParams, LSP)
     if not p.transcript.strip():
         raise ParamError("transcript", "required: the path of a JSONL transcript")

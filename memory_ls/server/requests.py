@@ -21,7 +21,8 @@ from ..params import CheckParams, FolderParams, GetParams, ParamError, SaveSessi
 from ..search.citations import citation_problem, parse_citation
 from ..search.request import SearchRequest
 from ..search.results import TEAM_SCHEME, SearchResponse
-from ..sessions.writer import save_session
+from ..sessions.known import Saved, save_new
+from ..sessions.writer import load_session
 from ..sources import SourceError
 from ..workspace import PathError
 from . import convert
@@ -203,9 +204,14 @@ class Requests:
         if not transcript.is_file():
             raise ParamError("transcript", f"no such file: {transcript}")
         async with folder.use() as engine:
-            path = await folder.read(
-                save_session, engine.root, transcript, p.messages, p.source, engine.settings
-            )
+
+            def save() -> Saved:
+                session = load_session(transcript, p.messages, p.source)
+                check = (lambda text: engine.check_draft(text)[1]) if p.skip_known else None
+                return save_new(engine.root, engine.settings, session, check)
+
+            saved = await folder.read(save)
+        if saved.path is None:
+            return saved.to_json(folder.root)
         await self.sync(folder, "session-save", False)
-        rel = path.relative_to(folder.root).as_posix()
-        return {"path": rel, "uri": path.as_uri()}
+        return saved.to_json(folder.root)

@@ -324,11 +324,22 @@ def save_session(
 ) -> Path:
     """Write the last ``messages`` messages of a transcript as ``memory/YYYY-MM-DD-<slug>.md``
     under ``root`` and return its path. Raises OSError when the transcript cannot be read."""
+    session = load_session(transcript_path, messages, source, session_key)
+    return write_note(root, session, settings, now)
+
+
+def load_session(
+    transcript_path: Path | str,
+    messages: int = 15,
+    source: str | None = None,
+    session_key: str | None = None,
+) -> SessionInput:
+    """The last ``messages`` messages of a transcript file, with its header's id and key
+    (``source`` and ``session_key`` win). Raises OSError when it cannot be read."""
     transcript = Path(transcript_path).expanduser()
     session = from_transcript(read_tail(transcript), transcript.name, messages)
-    session = replace(
+    return replace(
         session,
         source=source or session.source,
         session_key=session_key or session.session_key,
     )
-    return write_note(root, session, settings, now)
