@@ -8,6 +8,8 @@
         --model-path m.gguf     # an evaluation set's workspaces in one, and its questions
     python bench/lsp_latency.py --files 2000 --baseline ../other-checkout --rounds 3
                                 # this checkout's server against another's, rounds alternating
+    python bench/lsp_latency.py --files 2000 --baseline-set hygiene.editorMaxFiles=0
+                                # searches beside the editor's memory checks, and without them
 
 Measures: server start to first answered search (and to the first search answered from a
 complete index), the initial sync, the time from a ``didChange`` to the first ``memory/search``
@@ -400,10 +402,18 @@ def main(argv: list[str] | None = None) -> int:
         help="a setting for the server, e.g. query.lines.maxChunks=0 (repeatable)",
     )
     ap.add_argument("--baseline", help="another checkout: its server against this one's")
+    ap.add_argument(
+        "--baseline-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the baseline is this checkout with these settings besides --set's (repeatable), "
+        "e.g. hygiene.editorMaxFiles=0: searches with and without the editor's checks",
+    )
     ap.add_argument("--rounds", type=int, default=3, help="rounds of each with --baseline")
     args = ap.parse_args(argv)
     args.checkout = None
-    if args.baseline:
+    if args.baseline or args.baseline_set:
         return side_by_side(args)
     tmp = Path(tempfile.mkdtemp(prefix="memory-ls-bench-"))
     try:
@@ -428,15 +438,20 @@ def side_by_side(args: argparse.Namespace) -> int:
         if not args.workspace and not args.eval:
             generate(work / "ws", args.files)
             args.workspace = str(work / "ws")
+        given = list(args.set)
+        other = Path(args.baseline) if args.baseline else REPO
         for r in range(args.rounds):
-            for name, checkout in (("this", REPO), ("baseline", Path(args.baseline))):
+            for name, checkout in (("this", REPO), ("baseline", other)):
                 args.checkout = checkout
+                args.set = given + (args.baseline_set if name == "baseline" else [])
                 result = asyncio.run(run(args, work / f"{name}-{r}"))
                 for key in ("search", "symbol", "edit"):
                     got[name].setdefault(key, []).extend(result[key])
                 print(f"round {r} {name}: {table(result)}", file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if args.baseline_set:
+        print(f"baseline: this checkout with {' '.join(args.baseline_set)}")
     print(f"{args.rounds} rounds each, alternating; ms (this / baseline)\n")
     print("| | this p50 | p95 | baseline p50 | p95 | ratio p50 | ratio p95 |")
     print("|---|---|---|---|---|---|---|")
