@@ -54,7 +54,7 @@ async def flagged(client: Any, u: str, code: str) -> types.Diagnostic:
     async def one() -> bool:
         return len(ours(client, u, code)) == 1
 
-    await eventually(one)
+    await eventually(one, timeout=20)  # a busy machine: the check runs after the sync
     return ours(client, u, code)[0]
 
 
@@ -111,7 +111,7 @@ async def test_a_conflict_is_marked_superseded_and_then_no_longer_flagged(
     async def gone() -> bool:
         return not ours(client, memory, "conflict")
 
-    await eventually(gone)
+    await eventually(gone, timeout=20)
     replace_all(client, memory, struck, MEMORY, version=3)
     await flagged(client, memory, "conflict")
 
@@ -158,7 +158,7 @@ async def test_the_front_matter_style_adds_superseded_by(
     async def gone() -> bool:
         return not ours(client, memory, "conflict")
 
-    await eventually(gone)
+    await eventually(gone, timeout=20)
 
 
 def long_memory() -> str:
