@@ -242,14 +242,17 @@ def cmd_session(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from .session_roots import detect, snippet
+    from .roots import KINDS, detect, snippet
 
     home = Path.home()
-    found = detect(home)
-    if not found:
-        print(f"memory-ls: no agent transcript folders under {home}", file=sys.stderr)
+    parts = [snippet(found, home, kind) for kind in KINDS if (found := detect(home, kind))]
+    if not parts:
+        print(
+            f"memory-ls: no agent transcript folders or memory folders under {home}",
+            file=sys.stderr,
+        )
         return 1
-    sys.stdout.write(snippet(found, home))
+    sys.stdout.write("\n".join(parts))
     return 0
 
 
@@ -362,9 +365,13 @@ def _add_agent_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     m.set_defaults(func=cmd_session)
 
-    s = sub.add_parser("sessions", help="agents' transcript folders outside the workspace")
+    s = sub.add_parser(
+        "sessions", help="agents' transcript and memory folders outside the workspace"
+    )
     s.add_subparsers(dest="sessions_cmd", required=True).add_parser(
-        "detect", help="print the sessions.roots TOML for the agents found here (enables nothing)"
+        "detect",
+        help="print the sessions.roots and memory.roots TOML for the agents' transcript and "
+        "memory folders found here (enables nothing)",
     )
     s.set_defaults(func=cmd_sessions)
 

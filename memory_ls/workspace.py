@@ -11,15 +11,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import session_roots
-from .session_roots import PREFIX
+from . import roots
 from .settings import Settings
 
 log = logging.getLogger(__name__)
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
 MEMORY_DIR = "memory"
-SKIP_DIRS = session_roots.SKIP_DIRS
+SKIP_DIRS = roots.SKIP_DIRS
 
 
 class PathError(ValueError):
@@ -29,15 +28,15 @@ class PathError(ValueError):
 @dataclass(frozen=True)
 class MemoryFile:
     path: str  # the key everywhere in the index: workspace-relative with forward slashes, or
-    # sessions:<root name>/<path under that root> for a transcript under sessions.roots
+    # <kind>:<root name>/<path under that root> for a file under sessions.roots or memory.roots
     abs_path: Path
     source: str  # "memory" | "sessions"
 
     @property
     def folders(self) -> int:
         """The folders between the file and its root folder (none of them may be a symlink;
-        the root may: a sessions root is resolved when read, the workspace when opened)."""
-        return self.path.count("/") - self.path.startswith(PREFIX)
+        the root may: a root is resolved when read, the workspace when opened)."""
+        return self.path.count("/") - (roots.split(self.path) is not None)
 
 
 class Found(list[MemoryFile]):
@@ -136,14 +135,21 @@ class Workspace:
         # abspath drops "link/.." by its spelling: then it names another folder, not this one.
         self.opened = opened if opened.resolve() == self.root else self.root
         self.settings = settings
-        self.roots, self.config_problems = session_roots.configured(settings)
+        # sessions.roots and memory.roots, by their keys' start (``memory:openclaw``)
+        self.roots, self.config_problems = roots.configured(settings, self.root)
         self._told: set[str] = set()  # the skips logged: each once, not at every sync
 
     def root_problems(self) -> list[str]:
-        """What is wrong with sessions.roots now: their configuration, then each root that is
-        missing, a file or unreadable (its transcripts are not indexed meanwhile)."""
-        now = (session_roots.problem(r) for r in self.roots.values())
+        """What is wrong with sessions.roots and memory.roots now: their configuration, then
+        each root that is missing, a file or unreadable (its files are not indexed meanwhile)."""
+        now = (roots.problem(r) for r in self.roots.values())
         return self.config_problems + [p for p in now if p]
+
+    def root_of(self, key: str) -> tuple[roots.Root, str] | None:
+        """(root, path under it) of a key under a configured root, None for the others."""
+        parts = roots.split(key)
+        r = self.roots.get(parts[0]) if parts else None
+        return (r, parts[1]) if r is not None and parts is not None else None
 
     def key_of(self, p: Path) -> str | None:
         """The index key of a normalised absolute path, None outside the workspace and roots.
@@ -159,28 +165,30 @@ class Workspace:
         return rooted[0] if rooted else None
 
     def _root_key(self, p: Path) -> tuple[str, bool] | None:
-        """(key, whether it is one of the root's transcripts) of a path under a root."""
+        """(key, whether it is one of the root's files) of a path under a root: of the root
+        whose file it is when roots nest (a Claude Code project's memory folder lies in the
+        transcripts' ~/.claude/projects), else of the first root it is under."""
+        first = None
         for r in self.roots.values():
             for base in (r.folder, r.expanded):
                 try:
                     sub = p.relative_to(base).as_posix()
                 except ValueError:
                     continue
-                return r.key(sub), session_roots.matches(r, sub)
-        return None
+                if roots.matches(r, sub):
+                    return r.key(sub), True
+                first = first or (r.key(sub), False)
+        return first
 
     def file_path(self, key: str) -> Path:
         """The absolute path of an index key (one under a root, or workspace-relative)."""
-        if key.startswith(PREFIX):
-            name, _, sub = key[len(PREFIX) :].partition("/")
-            r = self.roots.get(name)
-            if r is not None:
-                return r.folder / sub
-        return self.root / key
+        rooted = self.root_of(key)
+        return rooted[0].folder / rooted[1] if rooted else self.root / key
 
     def outside_file(self, key: str) -> Path | None:
-        """The file of a transcript under sessions.roots (for its URI), None for the others."""
-        return self.file_path(key) if key.startswith(PREFIX) else None
+        """The file of a key under sessions.roots or memory.roots (for its URI), None for the
+        others."""
+        return self.file_path(key) if roots.split(key) else None
 
     def rel(self, p: Path) -> str:
         return p.relative_to(self.root).as_posix()
@@ -191,10 +199,10 @@ class Workspace:
         if p.is_absolute():
             return self.key_of(Path(os.path.normpath(p))) or self.key_of(p.resolve()) or str(p)
         text = p.as_posix()
-        if text.startswith(PREFIX):  # "sessions:name/.." must not become a workspace path
-            name, _, sub = text[len(PREFIX) :].partition("/")
+        if (parts := roots.split(text)) is not None:  # "sessions:name/.." stays one of a root
+            base, sub = parts
             norm = posixpath.normpath(sub) if sub else ""
-            return text if norm.startswith("..") or norm == "." else f"{PREFIX}{name}/{norm}"
+            return text if norm.startswith("..") or norm == "." else f"{base}/{norm}"
         # The key hits and citations use: "memory/../MEMORY.md" was answered under that name.
         return self.key_of(Path(os.path.normpath(self.root / p))) or text
 
@@ -207,6 +215,13 @@ class Workspace:
             self._notes(files, skipped)
         if "sessions" in self.settings.sources:
             self._transcripts(files, skipped)
+        for r in self.roots.values():
+            trouble = roots.problem(r)
+            if trouble:
+                log.warning("%s", trouble)
+                continue
+            for key, p in roots.files(r):
+                files.setdefault(key, MemoryFile(key, p, r.kind.name))
         for key in [k for k in files if not _utf8(k)]:
             del files[key]
             skipped.append(f"{shown(key)}: its name is not UTF-8")
@@ -265,7 +280,7 @@ class Workspace:
                 self._add(files, skipped, p, "memory")
 
     def _transcripts(self, files: dict[str, MemoryFile], skipped: list[str]) -> None:
-        """The transcripts sessions.globs match, then those of sessions.roots."""
+        """The transcripts sessions.globs match (those of sessions.roots: ``discover``)."""
         for pattern in self.settings.sessions.globs:
             if Path(pattern).is_absolute():  # Path.glob raises on these: skip, never fail
                 log.warning("sessions.globs: %s is not relative to the workspace", pattern)
@@ -279,25 +294,18 @@ class Workspace:
                 # A root's own transcript: its walk below adds it under the root's key.
                 if (rooted := self._root_key(p)) is None or not rooted[1]:
                     self._add(files, skipped, p, "sessions")
-        for r in self.roots.values():
-            trouble = session_roots.problem(r)
-            if trouble:
-                log.warning("%s", trouble)
-                continue
-            for key, p in session_roots.files(r):
-                files.setdefault(key, MemoryFile(key, p, "sessions"))
 
     def classify(self, rel: str) -> MemoryFile | None:
-        """The MemoryFile for an index key (a workspace-relative path, or a transcript
-        under sessions.roots) if it is memory, else None."""
+        """The MemoryFile for an index key (a workspace-relative path, or a file under
+        sessions.roots or memory.roots) if it is memory, else None."""
         if not _utf8(rel):
             return None
-        if rel.startswith(PREFIX):
-            name, _, sub = rel[len(PREFIX) :].partition("/")
-            r = self.roots.get(name)
-            if r is None or not session_roots.matches(r, sub):
+        if roots.split(rel) is not None:
+            rooted = self.root_of(rel)
+            if rooted is None or not roots.matches(*rooted):
                 return None
-            return MemoryFile(rel, r.folder / sub, "sessions")
+            r, sub = rooted
+            return MemoryFile(rel, r.folder / sub, r.kind.name)
         if rel.startswith("/") or ".." in rel.split("/"):
             return None
         parts = rel.split("/")
@@ -318,7 +326,7 @@ class Workspace:
                 if (
                     fnmatch.fnmatch(rel, pattern)
                     or Path(rel).match(pattern)
-                    or session_roots.glob_regex(pattern).fullmatch(rel)  # **/ as the walk reads it
+                    or roots.glob_regex(pattern).fullmatch(rel)  # **/ as the walk reads it
                 ):
                     return MemoryFile(rel, self.root / rel, "sessions")
         return None
@@ -333,18 +341,19 @@ class Workspace:
     def resolve(self, path: str | Path) -> MemoryFile:
         """A user-given path (absolute or relative) -> MemoryFile, or PathError saying why."""
         text = str(path)
-        if text.startswith(PREFIX):
-            name = text[len(PREFIX) :].partition("/")[0]
-            if name not in self.roots:
-                raise PathError(f"{path}: no sessions.roots entry is named {name!r}")
+        if (parts := roots.split(text)) is not None:
+            if parts[0] not in self.roots:
+                kind, _, name = parts[0].partition(":")
+                raise PathError(f"{path}: no {kind}.roots entry is named {name!r}")
             p = self.file_path(text)
         else:
             p = Path(path) if Path(path).is_absolute() else self.root / path
         p = Path(os.path.normpath(p))
         rel = self.key_of(p)
         if rel is None:
-            roots = " and sessions.roots" if self.roots else ""
-            raise PathError(f"{path}: outside the workspace {self.root}{roots}")
+            kinds = sorted({f"{r.kind.name}.roots" for r in self.roots.values()})
+            also = "".join(f" and {k}" for k in kinds)
+            raise PathError(f"{path}: outside the workspace {self.root}{also}")
         p = self.file_path(rel)  # under the resolved root folder
         # A symlinked folder on the way would let a read escape the workspace (or the root).
         try:
@@ -354,7 +363,7 @@ class Workspace:
         if linked:
             raise PathError(f"{path}: symlinks are not memory")
         found = self.classify(rel)
-        if found is None and rel.startswith(PREFIX):
+        if found is None and roots.split(rel) is not None:
             raise PathError(f"{path}: not a memory file (not matched by its root's globs)")
         if found is None:
             raise PathError(f"{path}: not a memory file (MEMORY.md, memory.md, memory/**/*.md)")

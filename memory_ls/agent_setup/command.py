@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..session_roots import AGENTS, detect, snippet
+from ..roots import SESSIONS, detect, snippet
 from . import claude_code, claude_desktop, codex, cursor, openclaw
 from .change import Change, SetupError, write
 from .server import hook_argv, mcp_server
@@ -42,8 +42,8 @@ def add_parser(sub: Any) -> None:
 
 
 def sessions_root(name: str | None, home: Path) -> str | None:
-    """The sessions.roots TOML for the agent's transcripts (session_roots knows the folders)."""
-    agent = next((a for a in AGENTS if a.name == name), None)
+    """The sessions.roots TOML for the agent's transcripts (roots knows the folders)."""
+    agent = next((a for a in SESSIONS.agents if a.name == name), None)
     if agent is None:
         return None
     found = {a.name: (a, f, n) for a, f, n in detect(home)}

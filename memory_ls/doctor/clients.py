@@ -52,10 +52,12 @@ def _mentions(path: Path) -> bool | None:
 
 
 def check_agents(env: Env) -> Check:
-    from ..session_roots import detect
+    from ..roots import MEMORY, default_name, detect
 
     found = detect(env.home)
     lines = [f"{agent.name} transcripts: {folder} ({count})" for agent, folder, count in found]
+    notes = [(default_name(MEMORY, f, env.home), f, n) for _, f, n in detect(env.home, MEMORY)]
+    lines += [f"memory folder {name}: {folder} ({count} notes)" for name, folder, count in notes]
     configs = {
         "claude": [env.home / ".claude.json", env.root / ".mcp.json"],
         "codex": [env.home / ".codex" / "config.toml"],
@@ -77,8 +79,14 @@ def check_agents(env: Env) -> Check:
             "transcripts are not indexed here (sources lacks sessions): "
             "`memory-ls sessions detect` prints the settings that index them"
         )
+    if notes and not env.settings.memory.roots:
+        lines.append(
+            "the agents' memory folders are not indexed here (memory.roots is empty): "
+            "`memory-ls sessions detect` prints the settings that index them"
+        )
     summary = (
         f"transcript folders: {', '.join(a.name for a, _, _ in found) or 'none'}; "
+        f"memory folders: {', '.join(name for name, _, _ in notes) or 'none'}; "
         f"MCP configured for: {', '.join(configured) or 'none'}"
     )
     if not unset:

@@ -366,10 +366,14 @@ class MemoryEngine:
             "openDocuments": sorted(ix.buffers),
             "lastSync": ix.last_sync.to_json() if ix.last_sync else None,
             "settingsProblems": self.problems,
-            "sessionRoots": [
-                {"name": r.name, "path": r.given, "folder": str(r.folder)}
-                for r in self.workspace.roots.values()
-            ],
+            **{
+                field: [
+                    {"name": r.name, "path": r.given, "folder": str(r.folder)}
+                    for r in self.workspace.roots.values()
+                    if r.kind.name == kind
+                ]
+                for field, kind in (("sessionRoots", "sessions"), ("memoryRoots", "memory"))
+            },
             "rootProblems": self.workspace.root_problems(),
             "store": store,
         }

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import date
 from urllib.parse import unquote
 
+from ..roots import MEMORY, split
 from ..sources import frontmatter
 from ..workspace import ROOT_FILES
 from .corpus import Doc
@@ -18,7 +19,7 @@ from .findings import EXPIRED, FRONT_MATTER, LOAD_CAP, ORPHAN, Finding, Related
 @dataclass(frozen=True)
 class LoadCap:
     agent: str
-    files: tuple[str, ...]  # workspace-relative paths of the files it loads
+    files: tuple[str, ...]  # paths of the files it loads, in the workspace or a memory root
     max_lines: int | None
     max_bytes: int | None
     source: str  # the documentation that states the cap
@@ -38,10 +39,23 @@ LOAD_CAPS = (
 )  # fmt: skip
 
 
+def agent_path(key: str) -> str:
+    """A note's path as its agent reads it: under memory.roots, relative to the root (its
+    ``MEMORY.md`` is the agent's index: ``memory:claude-app/MEMORY.md`` -> ``MEMORY.md``)."""
+    rooted = split(key) if key.startswith(MEMORY.prefix) else None
+    return rooted[1] if rooted else key
+
+
+def _below(path: str, base: str) -> bool:
+    """True when ``path`` is in the folder ``base`` (the workspace's top: ``""``; a memory
+    root's: ``memory:<name>``), at any depth."""
+    return path.startswith(base + "/") if base else split(path) is None
+
+
 def load_cap(doc: Doc, severity: str) -> list[Finding]:
     out = []
     for cap in LOAD_CAPS:
-        if doc.path not in cap.files:
+        if agent_path(doc.path) not in cap.files:
             continue
         total = 0
         for n, line in enumerate(doc.lines, 1):
@@ -142,7 +156,7 @@ def orphans(docs: list[Doc], severity: str) -> list[Finding]:
         under = [
             d for d in docs
             if d is not index and d.date is None and posixpath.basename(d.path) not in ROOT_FILES
-            and (not base or d.path.startswith(base + "/"))
+            and _below(d.path, base)
         ]  # fmt: skip
         links = linked(index)
         if not any(d.path in links for d in under):

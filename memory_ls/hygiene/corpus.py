@@ -19,6 +19,7 @@ import numpy as np
 
 from ..index.backend import IndexBackend
 from ..index.chunk_reads import Scope
+from ..roots import MEMORY as MEMORY_ROOTS
 from ..sources.dates import file_date
 from ..sources.frontmatter import FileMeta
 from ..workspace import MEMORY_DIR
@@ -43,7 +44,7 @@ class Doc:
         """A dated note's date (``memory/**/YYYY-MM-DD*.md``, else its front matter's
         ``date:``); None for an evergreen file (read once: the orphan check and the order of
         copies ask it of every file)."""
-        if not self.stated and not self.path.startswith(MEMORY_DIR + "/"):
+        if not self.stated and not self.path.startswith((MEMORY_DIR + "/", MEMORY_ROOTS.prefix)):
             return None
         return file_date(self.path, 0.0, self.stated)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# A citation inside any text: a relative path ending in .md or .jsonl (or a transcript under
-# sessions.roots: sessions:<root name>/<path>), then #L<start>[-L<end>].
+# A citation inside any text: a relative path ending in .md or .jsonl (or a file under
+# sessions.roots or memory.roots: sessions:<root name>/<path>, memory:<root name>/<path>), then
+# #L<start>[-L<end>].
 _CITATION = (
-    r"(?P<path>(?:sessions:[\w.\-]+/)?(?:[\w.\-]+/)*[\w.\-]+\.(?:md|jsonl))"
+    r"(?P<path>(?:(?:sessions|memory):[\w.\-]+/)?(?:[\w.\-]+/)*[\w.\-]+\.(?:md|jsonl))"
     r"#L(?P<start>\d+)(?:-L?(?P<end>\d+))?"
 )
 CITATION_RE = re.compile(_CITATION)
@@ -16,7 +17,7 @@ CITATION_RE = re.compile(_CITATION)
 # character, or after a "/" that follows one), where the match one step back would have come
 # first. Without it, every position of a long run of path characters rescans the run: a 60 KB
 # line took 19 s, a 5 MB line hours (re holds the GIL: the whole server froze).
-_FIRST_RE = re.compile(r"(?:(?=sessions:)|(?<![\w.\-])(?<![\w.\-]/))" + _CITATION)
+_FIRST_RE = re.compile(r"(?:(?=(?:sessions|memory):)|(?<![\w.\-])(?<![\w.\-]/))" + _CITATION)
 MAX_LINE_DIGITS = 15  # a longer line number cites nothing (int() refuses 4,301 digits)
 
 

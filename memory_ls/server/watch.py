@@ -5,8 +5,8 @@ The globs are what the server registers with the client (``workspace/didChangeWa
 The watchdog fallback watches only the folders that can hold memory (the root itself, not
 recursively, plus ``memory/``, extra paths and transcript folders), never the whole tree: a
 recursive watch of a big repository costs one inotify watch per folder, ``node_modules``
-included. The folders of ``sessions.roots`` are watched too (recursively, each one named by the
-user).
+included. The folders of ``sessions.roots`` and ``memory.roots`` are watched too (recursively,
+each one named by the user).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
-from .. import session_roots
+from .. import roots
 from ..settings import Settings
 from ..workspace import MEMORY_DIR
 
@@ -86,7 +86,7 @@ def watch_dirs(root: Path, settings: Settings) -> list[tuple[Path, bool]]:
     if "sessions" in settings.sources:
         for g in settings.sessions.globs:
             dirs.append((root / _static_prefix(g.removeprefix("./")), True))
-    dirs += [(r.folder, True) for r in session_roots.configured(settings)[0].values()]
+    dirs += [(r.folder, True) for r in roots.configured(settings, root)[0].values()]
     seen: dict[Path, bool] = {}
     for d, rec in dirs:
         seen[d] = seen.get(d, False) or rec
@@ -274,7 +274,7 @@ class Watching:
                     else f"**/{glob}"
                 )
                 watchers.append(types.FileSystemWatcher(glob_pattern=pattern, kind=kind))
-            if relative:  # sessions.roots lie outside the folder: only a base URI reaches them
+            if relative:  # the roots lie outside the folder: only a base URI reaches them
                 for r in folder.workspace.roots.values():
                     base = r.folder.as_uri()
                     watchers += [

@@ -3,6 +3,6 @@
 
 Reading transcripts stays on the floors below, where the indexer and search reach it:
 ``sources/sessions.py`` and ``sources/formats/`` (parsing and rendering), ``index/transcripts.py``
-(indexing a growing transcript), and ``session_roots.py`` (the ``sessions.roots`` folders), which
+(indexing a growing transcript), and ``roots.py`` (the ``sessions.roots`` folders), which
 ``workspace.py`` reads. This package imports them; nothing below imports it.
 """

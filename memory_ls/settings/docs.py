@@ -85,6 +85,7 @@ GROUP_TITLES = {
     "cache": "`cache`: the embedding cache",
     "sync": "`sync`: following the files",
     "sessions": "`sessions`: agent transcripts",
+    "memory": "`memory`: agents' memory folders",
     "sessionWriter": "`sessionWriter`: session notes",
     "store": "`store`: where the index lives",
     "rerank": "`rerank`: reranking",

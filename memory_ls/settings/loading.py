@@ -209,10 +209,11 @@ def _check_together(s: Settings) -> list[str]:
             "query.hybrid.vectorWeight and textWeight must not both be 0; "
             f"using {hy.vector_weight} and {hy.text_weight}"
         )
-    roots = s.sessions.roots
-    if any(not r.path for r in roots):
-        s.sessions.roots = [r for r in roots if r.path]
-        problems.append("sessions.roots: an entry without a path; ignored")
+    for section in (s.sessions, s.memory):
+        if any(not r.path for r in section.roots):
+            section.roots = [r for r in section.roots if r.path]  # type: ignore[assignment]
+            kind = "sessions" if section is s.sessions else "memory"
+            problems.append(f"{kind}.roots: an entry without a path; ignored")
     return problems
 
 

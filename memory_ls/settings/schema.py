@@ -266,6 +266,33 @@ class SessionsSettings:
 
 
 @dataclass
+class MemoryRoot:
+    """A folder of an agent's own Markdown memory outside the workspace, opted in by name."""
+
+    path: str = setting("", "The folder: absolute or starting with `~`.")
+    globs: list[str] = setting(["**/*.md"], "Its notes, relative to it.")
+    name: str = setting(
+        "",
+        "Its citation prefix `memory:<name>/` (empty: `openclaw` for ~/.openclaw/workspace, "
+        "`claude-<project>` for a Claude Code project's memory folder, else the folder's name).",
+    )
+
+
+@dataclass
+class MemorySettings:
+    roots: list[MemoryRoot] = setting(
+        [],
+        "Folders where agents keep their own Markdown memory, outside the workspace (Claude "
+        "Code's `~/.claude/projects/<project>/memory`, OpenClaw's `~/.openclaw/workspace`): "
+        "tables `{path, globs, name}` (`path` absolute or `~`; `globs` default "
+        '`["**/*.md"]`). Their notes are indexed, searched and checked as memory, cited as '
+        "`memory:<name>/<path>#L3-L9`; a root's `MEMORY.md` is its agent's always-loaded index. "
+        "Read only: nothing is written there, and symlinks below a root are never read. "
+        "`memory-ls sessions detect` prints them for the agents found on this machine.",
+    )
+
+
+@dataclass
 class SessionWriterSettings:
     base_url: str = setting(
         "",
@@ -396,6 +423,7 @@ class Settings:
     cache: CacheSettings = field(default_factory=CacheSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
     sessions: SessionsSettings = field(default_factory=SessionsSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
     session_writer: SessionWriterSettings = field(default_factory=SessionWriterSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)

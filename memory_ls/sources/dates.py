@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime
 
+from ..roots import MEMORY
 from ..workspace import MEMORY_DIR, ROOT_FILES
 
 _DATED = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
@@ -17,6 +18,8 @@ def file_date(rel_path: str, mtime: float, stated: str | None = None) -> date | 
     (``stated``, ISO: ``date: 2026-03-01``); else ``MEMORY.md``, ``memory.md`` and undated files
     under ``memory/`` are evergreen, and anything else (extra paths, transcripts) uses mtime.
     """
+    if rel_path.startswith(MEMORY.prefix):  # memory.roots: every note is memory, as memory/**
+        rel_path = f"{MEMORY_DIR}/{rel_path.partition('/')[2]}"
     name = rel_path.rsplit("/", 1)[-1]
     if stated and not (rel_path.startswith(MEMORY_DIR + "/") and _named(name)):
         return date.fromisoformat(stated)
