@@ -89,7 +89,9 @@ CHECK = Method(
     "memory/2026-03-02.md). Returns {path, findings: [{code, severity, path, startLine, "
     "endLine, message, related: [{path, startLine, endLine}]}]}, lines 1-based in the draft: "
     "duplicate (what memory already says: related points at it, e.g. 'already known at "
-    "memory/x.md#L3-L5'; leave it out of the note), load-cap (MEMORY.md would pass the lines "
+    "memory/x.md#L3-L5'; leave it out of the note), conflict (it changes what memory says, "
+    "or memory says it has changed since: related points at the other passage), load-cap "
+    "(MEMORY.md would pass the lines "
     "its agent loads), expired and front-matter (its front matter), orphan (a topic file "
     "MEMORY.md does not link). No findings: nothing in memory says it yet.",
 )

@@ -32,11 +32,11 @@ from datetime import date
 from ..index.backend import IndexBackend
 from ..index.rows import FileState
 from ..workspace import ROOT_FILES
-from . import checks, duplicates
+from . import checks, conflicts, duplicates
 from .conflicts import Superseded
 from .corpus import Doc, LineVectors, draft_doc, load_docs
 from .duplicates import COSINE, RANK, Weights, judge
-from .findings import CONFLICT, DUPLICATE, LOAD_CAP, ORPHAN, Finding
+from .findings import CONFLICT, DUPLICATE, LOAD_CAP, ORPHAN, Finding, Related
 from .keys import Keys
 from .passages import Passage, passages
 
@@ -355,7 +355,42 @@ class Checker:
                 out += [f for f in checks.orphans([*docs, doc], on[ORPHAN]) if f.path == path]
             if DUPLICATE in on:
                 out += self._draft_duplicates(doc, on[DUPLICATE])
+            if CONFLICT in on:
+                out += self._draft_conflicts(doc, on[CONFLICT])
             return sorted(out, key=lambda f: (f.path, f.start_line, f.code))
+
+    def _draft_conflicts(self, doc: Doc, severity: str) -> list[Finding]:
+        """A draft's passages that say a change to what memory holds ("moved off Helm"), or
+        that memory says has changed since: one finding each, on the draft, naming the other
+        passage (the earliest). Those already marked superseded are left alone."""
+        mine = self.files.get(doc.path)
+        left_out = set(mine.pids) if mine else set()
+        out: list[Finding] = []
+        by_word = self.conflicts.by_word
+        for p in passages(doc.path, doc.lines):
+            c = conflicts.change(p)
+            cands = {o for w in p.stems & by_word.keys() for o in by_word[w]}
+            if c is not None and c.needs:
+                word = min(c.needs, key=lambda w: (self.df.get(w, 0), w))
+                cands |= {o for o, q in self.ps.items() if word in q.stems}
+            for o in sorted(cands - left_out, key=lambda o: self.rank[o]):
+                q = self.ps[o]
+                got = conflicts.judge(p, q, doc.date, self._date(q.path), c)
+                lines = self.lines_of(q.path)
+                if got is None or (got[0] is q and lines and conflicts.marked(lines, q)):
+                    continue
+                where = Related(q.path, q.start_line, q.end_line)
+                if got[1] is p:
+                    message = (
+                        f"changes what {where.citation} says: mark that passage superseded "
+                        "when this is written"
+                    )
+                else:
+                    message = f"memory says this has changed since: {where.citation}"
+                at = (p.start_line, p.end_line)
+                out.append(Finding(CONFLICT, severity, doc.path, *at, message, [where]))
+                break
+        return out
 
     def _draft_duplicates(self, doc: Doc, severity: str) -> list[Finding]:
         mine = self.files.get(doc.path)

@@ -274,3 +274,41 @@ def test_a_draft_is_checked_before_it_is_written(notes: Path):
         assert (path, found) == ("MEMORY.md", [])
         with pytest.raises(ValueError):
             e.check_draft("text", "../outside.md")
+
+
+def test_a_draft_that_changes_what_memory_says_is_a_conflict(tmp_path: Path):
+    root = tmp_path / "drafts"
+    write(root, "MEMORY.md", "# Memory\n\n- We deploy the billing service with Helm charts.\n")
+    write(
+        root,
+        "memory/2026-05-20.md",
+        "# Notes\n\n- The search service moved off Elasticsearch to OpenSearch last sprint.\n",
+    )
+    with engine(root) as e:
+        _, found = e.check_draft(
+            "# Today\n\n- We moved the billing service off Helm to Kustomize.\n", today=TODAY
+        )
+        assert [(f.code, f.start_line, f.message) for f in found] == [
+            (
+                "conflict",
+                3,
+                "changes what MEMORY.md#L3 says: mark that passage superseded when this is written",
+            )
+        ]
+        # Written as if memory had not said it changed: memory knows better.
+        _, found = e.check_draft(
+            "# Old\n\n- The search service queries Elasticsearch for every product page.\n",
+            "memory/2026-04-01.md",
+        )
+        assert [(f.code, f.message) for f in found] == [
+            ("conflict", "memory says this has changed since: memory/2026-05-20.md#L3")
+        ]
+        # Unrelated drafts and a passage already struck through are not conflicts.
+        _, found = e.check_draft("# Today\n\n- Lunch moved to the third floor kitchen.\n")
+        assert found == []
+    write(root, "MEMORY.md", "# Memory\n\n- ~~We deploy the billing service with Helm charts.~~\n")
+    with engine(root) as e:
+        _, found = e.check_draft(
+            "# Today\n\n- We moved the billing service off Helm to Kustomize.\n"
+        )
+        assert found == []
