@@ -16,8 +16,17 @@ from pathlib import Path
 import pytest
 from cli_util import doctor, run_cli
 from conftest import write
-from lsp_harness import Start, open_doc, search, start, status, uri  # noqa: F401
-from lsprotocol import types
+from lsp_harness import (  # noqa: F401
+    Start,
+    definition_and_hover,
+    file_created,
+    open_doc,
+    search,
+    start,
+    status,
+    uri,
+    watched_patterns,
+)
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.hygiene.checks import agent_path
@@ -382,29 +391,19 @@ async def test_editor_opens_cited_root_notes_and_watches_roots(
     assert st["rootProblems"] == [] and st["memoryRoots"][0]["name"] == "openclaw"
     real = oc / "memory/2026-01-10.md"
 
-    u = open_doc(client, ws / "MEMORY.md")
-    td = types.TextDocumentIdentifier(uri=u)
-    line = (ws / "MEMORY.md").read_text().split("\n")[2]
-    pos = types.Position(line=2, character=line.index("memory:") + 12)
-    locs = await client.text_document_definition_async(
-        types.DefinitionParams(text_document=td, position=pos)
-    )
+    open_doc(client, ws / "MEMORY.md")
+    locs, hov = await definition_and_hover(client, ws / "MEMORY.md", 2, "memory:", 12)
     assert locs and locs[0].uri == uri(real)
     assert (locs[0].range.start.line, locs[0].range.end.line) == (2, 4)
-    hov = await client.text_document_hover_async(types.HoverParams(text_document=td, position=pos))
     assert hov and "Redis streams" in hov.contents.value and CLAIM in hov.contents.value
 
     res = await search(client, "wombat redis streams")
     assert res["results"][0]["path"] == CLAIM and res["results"][0]["uri"] == uri(real)
 
-    regs = [r for r in client.registrations if r.method == "workspace/didChangeWatchedFiles"]
-    patterns = [w["globPattern"] for w in regs[0].register_options["watchers"]]
-    assert {"baseUri": uri(oc), "pattern": "memory/**/*.md"} in patterns
-    new = write(oc, "memory/2026-02-01.md", "# 2026-02-01\n\nThe capybara cron runs hourly.\n")
-    client.workspace_did_change_watched_files(
-        types.DidChangeWatchedFilesParams(
-            changes=[types.FileEvent(uri=uri(new), type=types.FileChangeType.Created)]
-        )
+    assert {"baseUri": uri(oc), "pattern": "memory/**/*.md"} in watched_patterns(client)
+    file_created(
+        client,
+        write(oc, "memory/2026-02-01.md", "# 2026-02-01\n\nThe capybara cron runs hourly.\n"),
     )
     hits = (await search(client, "capybara cron"))["results"]
     assert [h["path"] for h in hits] == ["memory:openclaw/memory/2026-02-01.md"]

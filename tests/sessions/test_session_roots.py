@@ -13,7 +13,17 @@ from pathlib import Path
 
 import pytest
 from conftest import write
-from lsp_harness import Start, open_doc, search, start, status, uri  # noqa: F401
+from lsp_harness import (  # noqa: F401
+    Start,
+    definition_and_hover,
+    file_created,
+    open_doc,
+    search,
+    start,
+    status,
+    uri,
+    watched_patterns,
+)
 from lsprotocol import types
 
 from memory_ls.engine import MemoryEngine
@@ -298,14 +308,9 @@ async def test_editor_opens_the_cited_transcript(start: Start, tmp_path: Path) -
 
     u = open_doc(client, ws / "MEMORY.md")
     td = types.TextDocumentIdentifier(uri=u)
-    line = (ws / "MEMORY.md").read_text().split("\n")[2]
-    pos = types.Position(line=2, character=line.index("sessions:") + 12)
-    locs = await client.text_document_definition_async(
-        types.DefinitionParams(text_document=td, position=pos)
-    )
+    locs, hov = await definition_and_hover(client, ws / "MEMORY.md", 2, "sessions:", 12)
     assert locs and locs[0].uri == uri(real)
     assert (locs[0].range.start.line, locs[0].range.end.line) == (1, 3)
-    hov = await client.text_document_hover_async(types.HoverParams(text_document=td, position=pos))
     assert hov and "blue green" in hov.contents.value and KEY in hov.contents.value
     links = await client.text_document_document_link_async(
         types.DocumentLinkParams(text_document=td)
@@ -315,14 +320,9 @@ async def test_editor_opens_the_cited_transcript(start: Start, tmp_path: Path) -
     res = await search(client, "okapi rollback digest")
     assert res["results"][0]["path"] == KEY and res["results"][0]["uri"] == uri(real)
 
-    regs = [r for r in client.registrations if r.method == "workspace/didChangeWatchedFiles"]
-    patterns = [w["globPattern"] for w in regs[0].register_options["watchers"]]
-    assert {"baseUri": uri(projects), "pattern": "**/*.jsonl"} in patterns
-    new = write(projects, f"{PROJECT}/7e1d.jsonl", claude_line("user", "the capybara cron"))
-    client.workspace_did_change_watched_files(
-        types.DidChangeWatchedFilesParams(
-            changes=[types.FileEvent(uri=uri(new), type=types.FileChangeType.Created)]
-        )
+    assert {"baseUri": uri(projects), "pattern": "**/*.jsonl"} in watched_patterns(client)
+    file_created(
+        client, write(projects, f"{PROJECT}/7e1d.jsonl", claude_line("user", "the capybara cron"))
     )
     hits = (await search(client, "capybara cron"))["results"]
     assert [h["path"] for h in hits] == [f"sessions:claude/{PROJECT}/7e1d.jsonl"]

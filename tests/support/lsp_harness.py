@@ -267,6 +267,36 @@ def open_doc(
     return u
 
 
+def watched_patterns(client: LanguageClient) -> list[Any]:
+    """The glob patterns the server registered with the client's file watcher."""
+    regs = [r for r in client.registrations if r.method == "workspace/didChangeWatchedFiles"]
+    return [w["globPattern"] for w in regs[0].register_options["watchers"]]
+
+
+def file_created(client: LanguageClient, path: Path) -> None:
+    """The client's file watcher reports ``path`` made."""
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=uri(path), type=types.FileChangeType.Created)]
+        )
+    )
+
+
+async def definition_and_hover(
+    client: LanguageClient, path: Path, line: int, needle: str, offset: int = 0
+) -> tuple[Any, Any]:
+    """Go to definition and hover in the open document ``path`` on ``line`` (0-based), ``offset``
+    characters into the first ``needle`` on it."""
+    td = types.TextDocumentIdentifier(uri=uri(path))
+    text = path.read_text().split("\n")[line]
+    pos = types.Position(line=line, character=text.index(needle) + offset)
+    locs = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=td, position=pos)
+    )
+    hov = await client.text_document_hover_async(types.HoverParams(text_document=td, position=pos))
+    return locs, hov
+
+
 def replace_all(client: LanguageClient, u: str, old: str, new: str, version: int) -> None:
     """An incremental change replacing the whole of ``old`` with ``new``."""
     lines = old.split("\n")
