@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from ..engine import MemoryEngine
@@ -26,7 +27,15 @@ log = logging.getLogger(__name__)
 # agent just wrote is found by its next search, long enough that a burst of searches (or
 # several agents sharing one HTTP server) does not walk the disk each time.
 REFRESH_SECONDS = 1.0
-READY_TIMEOUT_SECONDS = 30.0  # a search waits this long for the first keyword sync
+READY_TIMEOUT_SECONDS = 30.0  # memory_check waits this long for the first keyword sync
+# A search waits this long for the first keyword sync, then answers from what it has indexed so
+# far (committed every 200 files), saying so: a big workspace's first sync takes longer than an
+# agent's tool budget (OpenClaw's is 15 s for a whole memory_search).
+FIRST_SYNC_WAIT_SECONDS = 3.0  # as the language server waits (server/requests.py FIRST_SYNC_WAIT_S)
+INDEXING = (
+    "the first sync of this workspace is still running: results come from the files indexed "
+    "so far; search again in a moment"
+)
 
 
 class MemoryTools:
@@ -88,9 +97,9 @@ class MemoryTools:
                     target=self._embed, name="memory-ls-mcp-embed", daemon=True
                 ).start()
 
-    def refresh(self) -> None:
+    def refresh(self, wait: float = READY_TIMEOUT_SECONDS) -> None:
         """Pick up files changed since the last look (agents write memory mid-session)."""
-        self.ready.wait(READY_TIMEOUT_SECONDS)
+        self.ready.wait(wait)
         if not self.ready.is_set():
             return
         with self._refresh_lock:
@@ -115,8 +124,17 @@ class MemoryTools:
         req = parse_search(args, MCP)
         if not req.query.strip():
             raise ParamError("query", "must not be empty")
-        self.refresh()
-        return self.engine.search(req).to_json(self.engine.root)
+        self.refresh(FIRST_SYNC_WAIT_SECONDS)
+        indexing = not self.ready.is_set()
+        answer = self.engine.search(req)
+        if not indexing:
+            return answer.to_json(self.engine.root)
+        # The first sync is still running: what it indexed so far, and why it may be incomplete
+        # (fallbackReason, as the language server says it), with a flag a client can test.
+        why = "; ".join(filter(None, (answer.fallback_reason, INDEXING)))
+        out = replace(answer, fallback_reason=why).to_json(self.engine.root)
+        out["indexing"] = True
+        return out
 
     def get(self, args: dict[str, Any]) -> dict[str, Any]:
         p = parse_get(args, MCP)

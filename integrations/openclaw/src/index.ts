@@ -276,6 +276,16 @@ function register(api: OpenClawPluginApi): void {
               return { ...h, corpus: h.source, citation, snippet: cite ? `${String(h.snippet).trimEnd()}\n\nSource: ${citation}` : h.snippet };
             });
             const answer = manager.lastSearch ?? {};
+            // memory-ls's first sync still running: the hits so far, marked as memory-core marks
+            // a partial recall (partial, warning, action; tools.shared.ts).
+            const indexing = answer.indexing === true
+              ? {
+                  partial: true,
+                  indexing: true,
+                  warning: `Memory index is still being built: memory-ls's first sync of ${manager.opts.workspace} is still running, so the results come from the files indexed so far and may be incomplete.`,
+                  action: "Retry memory_search in a moment for complete results.",
+                }
+              : {};
             return jsonResult({
               results,
               provider: answer.provider?.id ?? "none",
@@ -284,6 +294,7 @@ function register(api: OpenClawPluginApi): void {
               citations: mode,
               mode: answer.mode === "keyword" ? "keyword-only" : answer.mode,
               ...(answer.belowMinScore ? { belowMinScore: answer.belowMinScore } : {}),
+              ...indexing,
               ...(manager.pathProblems.length ? { warnings: manager.pathProblems } : {}),
               debug: { backend: "memory-ls", searchMs: Date.now() - started, hits: results.length, tookMs: answer.tookMs },
             });

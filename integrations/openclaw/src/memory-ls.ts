@@ -77,6 +77,8 @@ export interface MemoryLsSearch {
   fallbackReason?: string;
   belowMinScore?: { count: number; bestScore: number };
   tookMs?: number;
+  /** set while memory-ls's first sync runs: the results come from the files indexed so far */
+  indexing?: boolean;
 }
 
 /** memory-ls's memory_status answer (memory-ls status --json), the fields read. */
@@ -127,7 +129,7 @@ export class McpChild {
   handshaken = false;
   /** when the handshake was done (ms since the epoch) */
   handshakeAt = 0;
-  /** set once a memory_search was answered: memory-ls's first sync is over */
+  /** set once a memory_search was answered in full: memory-ls's first sync is over */
   synced = false;
 
   constructor(opts: McpChild["opts"]) {
@@ -485,7 +487,9 @@ export class MemoryLsManager implements MemorySearchManager {
     if (Array.isArray(opts.sources) && opts.sources.length) args.sources = opts.sources;
     const child = this.ensureChild();
     const answer = await this.guarded(() => child.callTool<MemoryLsSearch>("memory_search", args), opts.signal);
-    child.synced = true;
+    // memory-ls answers a search during its first sync from what it indexed so far, saying so
+    // (indexing); an older one held the search until the sync was done.
+    if (answer.indexing !== true) child.synced = true;
     this.lastSearch = answer;
     return (answer.results ?? []).map(toOpenClawResult);
   }
