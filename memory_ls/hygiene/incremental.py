@@ -25,18 +25,18 @@ from __future__ import annotations
 import posixpath
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 
 from ..index.backend import IndexBackend
 from ..index.rows import FileState
 from ..workspace import ROOT_FILES
-from . import checks, conflicts, duplicates
+from . import checks, drafts, duplicates
 from .conflicts import Superseded
 from .corpus import Doc, LineVectors, draft_doc, load_docs
 from .duplicates import COSINE, RANK, Weights, judge
-from .findings import CONFLICT, DUPLICATE, LOAD_CAP, ORPHAN, Finding, Related
+from .findings import CONFLICT, DUPLICATE, LOAD_CAP, ORPHAN, Finding
 from .keys import Keys
 from .passages import Passage, passages
 
@@ -81,7 +81,7 @@ class Checker:
         self.dirty: set[str] = set()  # files whose findings may have changed since
         self.orphans: dict[str, list[Finding]] = {}  # by file
         self.orphans_stale = True  # to find again: memory files came or went, or an index changed
-        self.conflicts = Superseded(self.ps, self.rank, self._date, self.dirty, self.lines_of)
+        self.conflicts = Superseded(self.ps, self.rank, self.date_of, self.dirty, self.lines_of)
 
     # -- keeping up with the index ---------------------------------------------------------
     def _reset(self) -> None:
@@ -263,7 +263,7 @@ class Checker:
             if cos >= COSINE:
                 self._keep(b, _Match(a, "paraphrase"))
 
-    def _date(self, path: str) -> date | None:
+    def date_of(self, path: str) -> date | None:
         f = self.files.get(path)
         return f.doc.date if f is not None and f.doc is not None else None
 
@@ -354,107 +354,10 @@ class Checker:
                 docs = [f.doc for p, f in self.files.items() if f.doc is not None and p != path]
                 out += [f for f in checks.orphans([*docs, doc], on[ORPHAN]) if f.path == path]
             if DUPLICATE in on:
-                out += self._draft_duplicates(doc, on[DUPLICATE])
+                out += drafts.duplicates_of(self, doc, on[DUPLICATE])
             if CONFLICT in on:
-                out += self._draft_conflicts(doc, on[CONFLICT])
+                out += drafts.conflicts_of(self, doc, on[CONFLICT])
             return sorted(out, key=lambda f: (f.path, f.start_line, f.code))
-
-    def _draft_conflicts(self, doc: Doc, severity: str) -> list[Finding]:
-        """A draft's passages that say a change to what memory holds ("moved off Helm"), or
-        that memory says has changed since: one finding each, on the draft, naming the other
-        passage (the earliest). Those already marked superseded are left alone."""
-        mine = self.files.get(doc.path)
-        left_out = set(mine.pids) if mine else set()
-        out: list[Finding] = []
-        by_word = self.conflicts.by_word
-        for p in passages(doc.path, doc.lines):
-            c = conflicts.change(p)
-            cands = {o for w in p.stems & by_word.keys() for o in by_word[w]}
-            if c is not None and c.needs:
-                word = min(c.needs, key=lambda w: (self.df.get(w, 0), w))
-                cands |= {o for o, q in self.ps.items() if word in q.stems}
-            for o in sorted(cands - left_out, key=lambda o: self.rank[o]):
-                q = self.ps[o]
-                got = conflicts.judge(p, q, doc.date, self._date(q.path), c)
-                lines = self.lines_of(q.path)
-                if got is None or (got[0] is q and lines and conflicts.marked(lines, q)):
-                    continue
-                where = Related(q.path, q.start_line, q.end_line)
-                if got[1] is p:
-                    message = (
-                        f"changes what {where.citation} says: mark that passage superseded "
-                        "when this is written"
-                    )
-                else:
-                    message = f"memory says this has changed since: {where.citation}"
-                at = (p.start_line, p.end_line)
-                out.append(Finding(CONFLICT, severity, doc.path, *at, message, [where]))
-                break
-        return out
-
-    def _draft_duplicates(self, doc: Doc, severity: str) -> list[Finding]:
-        mine = self.files.get(doc.path)
-        left_out = set(mine.pids) if mine else set()
-        ps = passages(doc.path, doc.lines)
-        df = _Adjusted(self.df, ps, [self.ps[i] for i in left_out])
-        weight = Weights(df, len(self.ps) - len(left_out) + len(ps))
-        # The draft's passages get ids past every other; the draft's own keys go in ``plus``.
-        ids = list(range(self.next_pid, self.next_pid + len(ps)))
-        keyed = {pid: list(duplicates.keys(p, df)) for pid, p in zip(ids, ps, strict=True)}
-        plus: dict[int, list[int]] = {}
-        for pid, ks in keyed.items():
-            for key in set(ks):
-                plus.setdefault(key, []).append(pid)
-        local = {pid: p for pid, p in zip(ids, ps, strict=True)}
-        best: dict[int, tuple[int, tuple[object, ...], Passage]] = {}
-        for pid, ks in keyed.items():
-            for group in self.keys.groups(ks, plus):
-                for o in set(group):
-                    if o == pid or o in left_out or (o in local and o > pid):
-                        continue
-                    earlier = local.get(o) or self.ps[o]
-                    how = judge(local[pid], earlier, weight)
-                    if how in (None, "maybe"):
-                        continue
-                    order = (RANK[how], self.rank.get(o, ((3, "", ""), o - self.next_pid)))
-                    if pid not in best or order < best[pid][1]:
-                        best[pid] = (o, order, earlier)
-        out: list[Finding] = []
-        run: list[tuple[Passage, Passage]] = []
-        last = -2
-        for i, pid in enumerate(ids):
-            if pid not in best:
-                continue
-            earlier = best[pid][2]
-            if run and not (i == last + 1 and earlier.path == run[-1][1].path):
-                out.append(duplicates.finding_of(run, severity, True))
-                run = []
-            run.append((local[pid], earlier))
-            last = i
-        if run:
-            out.append(duplicates.finding_of(run, severity, True))
-        return out
-
-
-class _Adjusted(Mapping[str, int]):
-    """Document frequencies with a draft's passages in and the file it replaces out."""
-
-    def __init__(self, base: Counter[str], plus: list[Passage], minus: list[Passage]):
-        self.base = base
-        self.delta: Counter[str] = Counter()
-        for p in plus:
-            self.delta.update(p.stems)
-        for p in minus:
-            self.delta.subtract(p.stems)
-
-    def __getitem__(self, w: str) -> int:
-        return self.base.get(w, 0) + self.delta.get(w, 0)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.base)
-
-    def __len__(self) -> int:
-        return len(self.base)
 
 
 def _span(p: Passage) -> range:
