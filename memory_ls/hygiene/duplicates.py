@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator, Mapping
 
 from .findings import DUPLICATE, Finding, Related
-from .passages import Passage, fold
+from .passages import STOPWORDS, Passage, fold
 
 SHINGLE = 5
 RARE = 5  # a passage's rarest words, whose pairs are its keys
@@ -111,6 +111,23 @@ def judge(later: Passage, earlier: Passage, weight: Weights) -> str | None:
     if jaccard >= SAME_WORDS or (part and contained >= CONTAINED and len(later.stems) >= 4):
         return "paraphrase"
     return "maybe" if jaccard >= CLOSE_WORDS else None
+
+
+_CAPITAL = re.compile(r"\b[A-Z][\w\-]*")
+
+
+def capitals(p: Passage) -> frozenset[str]:
+    """Its capitalised words but stop words ("The", "We"), folded: at a sentence's start too,
+    where ``specific`` cannot tell a name ("Bob is pairing with Dana") from any first word."""
+    return frozenset(w for m in _CAPITAL.findall(p.text) if (w := fold(m)) not in STOPWORDS)
+
+
+def names_agree(later: Passage, earlier: Passage) -> bool:
+    """For a pair whose words are only close (``maybe``), before the vectors confirm it: the
+    later one's capitalised words are words of the earlier. The vectors take "Bob is pairing
+    with Dana on the refund API" for "Dana is working on the refund API": a name apart. (Not
+    the other way: the earlier one's first word, "Decided to cache ...", is no name.)"""
+    return capitals(later) <= set(earlier.words)
 
 
 def finding_of(run: list[tuple[Passage, Passage]], severity: str, draft: bool) -> Finding:

@@ -260,7 +260,7 @@ class Checker:
                 self.pending.add((a, b))
                 continue
             self.pending.discard((a, b))
-            if cos >= COSINE:
+            if cos >= COSINE and duplicates.names_agree(self.ps[b], self.ps[a]):
                 self._keep(b, _Match(a, "paraphrase"))
 
     def date_of(self, path: str) -> date | None:
