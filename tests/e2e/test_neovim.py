@@ -231,6 +231,11 @@ def test_memory_get_reads_the_citation_under_the_cursor_as_the_server_does(edges
     passed(edges, "MemoryGet on the citation under the cursor")
 
 
+def test_citations_under_memory_and_sessions_roots_keep_their_prefix(edges: dict) -> None:
+    # memory:<root>/<path> (memory.roots) was read as a plain path, without its prefix.
+    passed(edges, "citations under memory.roots and sessions.roots keep their prefix")
+
+
 def test_open_buffers_are_served_again_after_the_server_exited(edges: dict) -> None:
     # The next command started a server for itself alone: the buffers stayed without one (gd
     # and K answered nothing, unsaved edits were not indexed) until each was read again.

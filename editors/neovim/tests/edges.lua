@@ -113,6 +113,17 @@ h.run(function()
     vim.bo.modified = false
   end)
 
+  check("citations under memory.roots and sessions.roots keep their prefix", function()
+    local util = require("memory_ls.util")
+    local got = util.find_citations("See memory:openclaw/memory/2026-01-10.md#L2-L4 and sessions:agent/run-7.jsonl#L2.")
+    local paths = vim.tbl_map(function(c)
+      return c.path .. ":" .. c.start .. "-" .. c["end"]
+    end, got)
+    local want = { "memory:openclaw/memory/2026-01-10.md:2-4", "sessions:agent/run-7.jsonl:2-2" }
+    record("citations under memory.roots and sessions.roots keep their prefix", vim.deep_equal(paths, want),
+      vim.inspect(got))
+  end)
+
   check("gd on a citation past the end of its file", function()
     -- memory/people.md has 5 lines: gd opens it at its last line (the server flags the citation).
     local file = h.root .. "/MEMORY.md"

@@ -148,7 +148,9 @@ end
 -- Path characters as the server reads them (Python's \w, . and -, and /), where any byte of a
 -- non-ASCII character may be one: is_word_char tells afterwards.
 local CITE_PATTERNS = { "([%w%._%-/\128-\255]+%.md)#L(%d+)", "([%w%._%-/\128-\255]+%.jsonl)#L(%d+)" }
-local SESSIONS = "sessions:" -- a transcript under sessions.roots: sessions:<root name>/<path>
+-- A file under a root outside the workspace: sessions:<root name>/<path> (sessions.roots) or
+-- memory:<root name>/<path> (memory.roots).
+local PREFIXES = { "sessions:", "memory:" }
 
 --- Whether a non-ASCII character is a word character (a letter or digit of any script, as Python's
 --- \w), not punctuation like “ ” or … around a citation.
@@ -179,9 +181,13 @@ local function trim_path(line, s, path)
     return nil
   end
   s = s + cut
-  -- sessions:<root name>/<path>, as the server reads it
-  if cut == 0 and path:find("/", 1, true) and line:sub(s - #SESSIONS, s - 1) == SESSIONS then
-    return s - #SESSIONS, SESSIONS .. path
+  -- sessions:<root name>/<path> or memory:<root name>/<path>, as the server reads it
+  if cut == 0 and path:find("/", 1, true) then
+    for _, prefix in ipairs(PREFIXES) do
+      if line:sub(s - #prefix, s - 1) == prefix then
+        return s - #prefix, prefix .. path
+      end
+    end
   end
   return s, path
 end
