@@ -584,7 +584,6 @@ def test_a_search_during_the_first_sync_says_so(openclaw: OpenClaw, tmp_path: Pa
                     "withinMs": 180000,
                 },
                 {"op": "tool", "name": "memory_search", "params": {"query": "quillwort audit"}},
-                {"op": "manager", "method": "status", "purpose": "status"},
             ],
             env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
             timeout=300,
@@ -609,7 +608,6 @@ def test_a_search_during_the_first_sync_says_so(openclaw: OpenClaw, tmp_path: Pa
     done = _step(answer, 3)["result"]["details"]
     assert done["results"] and done["results"][0]["path"] == "memory/n00000.md", done
     assert "partial" not in done and "indexing" not in done, done
-    assert "indexing" not in _step(answer, 4)["result"]["custom"]["memoryLs"]
 
 
 def test_paths_outside_the_workspace_say_why(openclaw: OpenClaw, tmp_path: Path) -> None:
@@ -692,3 +690,124 @@ def test_the_package_is_ready_to_publish(openclaw: OpenClaw, tmp_path: Path) -> 
     assert plugin["version"] == plugin["packageVersion"] == package["version"], plugin
     assert plugin["source"].endswith("/@memory-ls/openclaw-memory-ls/dist/index.js"), plugin
     assert set(plugin["toolNames"]) == {"memory_search", "memory_get"}, plugin
+
+
+def _user_config(openclaw: OpenClaw, text: str) -> Path:
+    """The user's own memory-ls config.toml, as memory-ls finds it (XDG_CONFIG_HOME)."""
+    path = openclaw.root / "xdg-config" / "memory-ls" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _transcripts(openclaw: OpenClaw, tmp_path: Path) -> tuple[Path, Path]:
+    """The same OpenClaw transcript in OpenClaw's sessions folder and in another agent's folder
+    (a sessions root of the user's own config.toml)."""
+    sessions = openclaw.home / ".openclaw" / "agents" / "main" / "sessions"
+    other = tmp_path / "other-agent"
+    for folder in (sessions, other):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "c0ffee00-0000-4a5b-8c6d-7e8f9a0b1c2d.jsonl").write_text(
+            jsonl(openclaw_transcript(6)), encoding="utf-8"
+        )
+    return sessions, other
+
+
+SESSIONS_ON = {"sources": ["memory", "sessions"], "experimental": {"sessionMemory": True}}
+
+
+def test_openclaw_settings_and_the_users_config_both_apply(
+    openclaw: OpenClaw, tmp_path: Path
+) -> None:
+    """OpenClaw's memory.search mapped by the plugin, and the user's own memory-ls config.toml:
+    a key only one sets applies; the same key in both, the user's file wins; sessions roots add
+    up (docs/guides/openclaw.md, "Settings: who wins")."""
+    for rel, text in {
+        "team/kestrel.md": "# Kestrel\n\nThe kestrel runbook lives in the ops wiki.\n",
+        "agent-notes/osprey.md": "# Osprey\n\nThe osprey migration finished in June.\n",
+    }.items():
+        (openclaw.workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (openclaw.workspace / rel).write_text(text, encoding="utf-8")
+    sessions, other = _transcripts(openclaw, tmp_path)
+    user = _user_config(
+        openclaw,
+        'provider = "none"\nextraPaths = ["team"]\n\n[query]\nmaxResults = 3\n\n'
+        f'[[sessions.roots]]\npath = "{other}"\nname = "other"\nglobs = ["*.jsonl"]\n',
+    )
+    openclaw.configure(
+        memory_search={**SESSIONS_ON, "extraPaths": ["agent-notes"], "provider": "local"}
+    )
+    try:
+        answer = openclaw.drive(
+            [
+                {"op": "tool", "name": "memory_search", "params": {"query": "kestrel runbook"}},
+                {"op": "tool", "name": "memory_search", "params": {"query": "osprey migration"}},
+                {
+                    "op": "tool",
+                    "name": "memory_search",
+                    "params": {"query": question(4), "corpus": "sessions", "maxResults": 10},
+                },
+                {"op": "manager", "method": "status", "purpose": "status"},
+            ]
+        )
+    finally:
+        openclaw.configure()
+        user.unlink()
+        shutil.rmtree(openclaw.workspace / "team")
+        shutil.rmtree(openclaw.workspace / "agent-notes")
+        shutil.rmtree(sessions)
+    # extraPaths in both: the user's file wins (its folder is searched, OpenClaw's is not).
+    kestrel = _step(answer, 0)["result"]["details"]["results"]
+    assert kestrel and kestrel[0]["path"] == "team/kestrel.md", kestrel
+    osprey = _step(answer, 1)["result"]["details"]["results"]
+    assert not any(r["path"].startswith("agent-notes/") for r in osprey), osprey
+    # sessions: OpenClaw's transcripts (the plugin's root) beside the user's own root.
+    hits = _step(answer, 2)["result"]["details"]["results"]
+    roots = {r["path"].split("/", 1)[0] for r in hits}
+    assert roots == {"sessions:openclaw", "sessions:other"}, hits
+    # provider in both: the user's "none" over OpenClaw's "local"; the file read without problems.
+    status = _step(answer, 3)["result"]
+    ls = status["custom"]["memoryLs"]
+    assert ls["mode"] == "keyword" and "provider is 'none'" in ls["providerReason"], ls
+    assert ls["settingsProblems"] == [] and ls["rootProblems"] == [], ls
+    assert "configProblems" not in ls, ls
+
+
+def test_the_plugins_own_provider_wins_and_inline_roots_say_why(
+    openclaw: OpenClaw, tmp_path: Path
+) -> None:
+    """The plugin's own provider (plugins.entries.memory-ls.config) wins over the user's file;
+    a user's sessions.roots written inline cannot take OpenClaw's beside them: the user's roots
+    and the rest of the file still apply, and the tool result and status say what is left out."""
+    sessions, other = _transcripts(openclaw, tmp_path)
+    user = _user_config(
+        openclaw,
+        'provider = "none"\n\n[sessions]\n'
+        f'roots = [{{ path = "{other}", name = "other", globs = ["*.jsonl"] }}]\n',
+    )
+    openclaw.configure({"provider": "voyage"}, memory_search=SESSIONS_ON)
+    try:
+        answer = openclaw.drive(
+            [
+                {
+                    "op": "tool",
+                    "name": "memory_search",
+                    "params": {"query": question(4), "corpus": "sessions", "maxResults": 10},
+                },
+                {"op": "manager", "method": "status", "purpose": "status"},
+            ],
+            env={"VOYAGE_API_KEY": ""},
+        )
+    finally:
+        openclaw.configure()
+        user.unlink()
+        shutil.rmtree(sessions)
+    details = _step(answer, 0)["result"]["details"]
+    assert details["results"], details
+    assert {r["path"].split("/", 1)[0] for r in details["results"]} == {"sessions:other"}
+    (warning,) = details["warnings"]
+    assert "sets sessions.roots inline" in warning and str(sessions) in warning, warning
+    ls = _step(answer, 1)["result"]["custom"]["memoryLs"]
+    assert ls["providerReason"].startswith("voyage"), ls
+    assert ls["settingsProblems"] == [], ls
+    assert ls["configProblems"] == [warning], ls

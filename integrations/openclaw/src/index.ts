@@ -177,8 +177,9 @@ function register(api: OpenClawPluginApi): void {
     const existing = managers.get(agentId);
     if (existing && existing.key === key) return existing.manager;
     if (existing) void existing.manager.close();
-    const env = childEnv({ stateDir, agentId, settings, provider: pluginConfig.provider, model: pluginConfig.model });
-    const manager = new MemoryLsManager({ command, workspace, env, timeoutMs, settings, logger: api.logger });
+    const { env, problems } = childEnv({ stateDir, agentId, settings, provider: pluginConfig.provider, model: pluginConfig.model });
+    for (const problem of problems) api.logger?.warn?.(`memory-ls: ${problem}`);
+    const manager = new MemoryLsManager({ command, workspace, env, timeoutMs, settings, logger: api.logger, configProblems: problems });
     managers.set(agentId, { key, manager });
     return manager;
   }
@@ -295,7 +296,7 @@ function register(api: OpenClawPluginApi): void {
               mode: answer.mode === "keyword" ? "keyword-only" : answer.mode,
               ...(answer.belowMinScore ? { belowMinScore: answer.belowMinScore } : {}),
               ...indexing,
-              ...(manager.pathProblems.length ? { warnings: manager.pathProblems } : {}),
+              ...(manager.pathProblems.length || manager.configProblems.length ? { warnings: [...manager.pathProblems, ...manager.configProblems] } : {}),
               debug: { backend: "memory-ls", searchMs: Date.now() - started, hits: results.length, tookMs: answer.tookMs },
             });
           } catch (error) {

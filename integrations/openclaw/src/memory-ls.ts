@@ -329,37 +329,109 @@ export function resolveOpenClawMemorySettings(cfg: OpenClawConfig | undefined, a
 
 const tomlString = (s: string) => JSON.stringify(s);
 
-/**
- * The memory-ls config.toml the child reads (through XDG_CONFIG_HOME) for the settings that
- * map: extraPaths, sessions (OpenClaw's transcript folder as a sessions root), provider/model.
- * The user's own ~/.config/memory-ls/config.toml comes after our top-level keys, and wins where
- * it sets the same key (we then leave ours out). Returns null when nothing maps.
- */
-export function buildMemoryLsConfig(p: {
+/** What the plugin maps onto memory-ls's settings (see buildMemoryLsConfig for who wins). */
+export interface MemoryLsConfigInput {
+  /** OpenClaw's memory.search.extraPaths */
   extraPaths: string[];
+  /** OpenClaw's memory.search.sources holds sessions (and sessionMemory is on) */
   sessions: boolean;
+  /** OpenClaw's memory.search.provider / model */
   provider?: string | undefined;
   model?: string | undefined;
+  /** the plugin's own provider / model (plugins.entries.memory-ls.config) */
+  pluginProvider?: string | undefined;
+  pluginModel?: string | undefined;
+  /** OpenClaw's transcript folder of the agent */
   sessionsDir: string;
+  /** the user's own memory-ls config.toml ("" when none) */
   userConfigText: string;
-}): string | null {
-  const userTop = p.userConfigText.split(/\r?\n/);
-  const headerAt = userTop.findIndex((line) => /^\s*\[/.test(line));
-  const userKeys = new Set(
-    (headerAt < 0 ? userTop : userTop.slice(0, headerAt))
-      .map((line) => /^\s*([A-Za-z0-9_]+)\s*=/.exec(line)?.[1])
-      .filter(Boolean),
-  );
+  /** where that file is, for the messages */
+  userConfigPath?: string;
+}
+
+/** Top-level keys of a TOML text (before its first table header), and where they are. */
+function topLevelKeys(lines: string[]): Map<string, number> {
+  const keys = new Map<string, number>();
+  for (const [i, line] of lines.entries()) {
+    if (/^\s*\[/.test(line)) break;
+    const key = /^\s*([A-Za-z0-9_]+)\s*=/.exec(line)?.[1];
+    if (key && !keys.has(key)) keys.set(key, i);
+  }
+  return keys;
+}
+
+/**
+ * Whether a TOML text sets sessions.roots other than as [[sessions.roots]] tables (an inline
+ * list under [sessions], a dotted sessions.roots or an inline sessions table): a
+ * [[sessions.roots]] table after it would make the whole file unreadable to memory-ls.
+ */
+function inlineSessionRoots(lines: string[]): boolean {
+  let table = "";
+  for (const line of lines) {
+    const header = /^\s*\[\s*([^\]\s]+)\s*\]\s*(#.*)?$/.exec(line);
+    if (header?.[1] !== undefined) {
+      table = header[1];
+      continue;
+    }
+    if (/^\s*\[\[/.test(line)) {
+      table = "[[array]]";
+      continue;
+    }
+    if (table === "" && /^\s*(sessions\s*\.\s*roots|sessions)\s*=/.test(line)) return true;
+    if (table === "sessions" && /^\s*roots\s*=/.test(line)) return true;
+  }
+  return false;
+}
+
+/**
+ * The memory-ls config.toml the child reads (through XDG_CONFIG_HOME) for the settings that
+ * map: extraPaths, sessions (OpenClaw's transcript folder as a sessions root), provider/model,
+ * merged with the user's own ~/.config/memory-ls/config.toml, which it stands in for. Who wins,
+ * key by key:
+ * - a key only one side sets applies;
+ * - OpenClaw's memory.search (extraPaths, sources, provider, model) yields to the user's file
+ *   where it sets the same key (ours is then left out);
+ * - the plugin's own provider / model win over the user's file (its line is dropped): they
+ *   are set for memory-ls under OpenClaw only;
+ * - sessions.roots add up: OpenClaw's transcripts come as one more [[sessions.roots]] table,
+ *   unless the user's file writes its roots inline (then they cannot be added: a problem says so);
+ * - the workspace's own .memory-ls.toml wins over all of it (memory-ls's layering).
+ * Returns the text (null when nothing maps and no key is dropped) and the problems met.
+ */
+export function buildMemoryLsConfig(p: MemoryLsConfigInput): { text: string | null; problems: string[] } {
+  const problems: string[] = [];
+  const userLines = p.userConfigText.split(/\r?\n/);
+  const userKeys = topLevelKeys(userLines);
+  const drop = new Set<number>();
   const lines = ["# Written by the OpenClaw memory-ls plugin from OpenClaw's memory.search settings."];
   if (p.extraPaths.length && !userKeys.has("extraPaths")) lines.push(`extraPaths = [${p.extraPaths.map(tomlString).join(", ")}]`);
   if (p.sessions && !userKeys.has("sources")) lines.push(`sources = ["memory", "sessions"]`);
-  const provider = typeof p.provider === "string" ? p.provider.trim() : "";
-  if (provider && PROVIDERS.has(provider) && !userKeys.has("provider")) lines.push(`provider = ${tomlString(provider)}`);
-  if (typeof p.model === "string" && p.model.trim() && !userKeys.has("model")) lines.push(`model = ${tomlString(p.model.trim())}`);
+  const choose = (key: "provider" | "model", plugin: string | undefined, openclaw: string | undefined, valid: (v: string) => boolean) => {
+    const own = typeof plugin === "string" && plugin.trim() && valid(plugin.trim()) ? plugin.trim() : "";
+    const mapped = typeof openclaw === "string" && openclaw.trim() && valid(openclaw.trim()) ? openclaw.trim() : "";
+    const at = userKeys.get(key);
+    if (own) {
+      if (at !== undefined) drop.add(at);
+      lines.push(`${key} = ${tomlString(own)}`);
+    } else if (mapped && at === undefined) {
+      lines.push(`${key} = ${tomlString(mapped)}`);
+    }
+  };
+  choose("provider", p.pluginProvider, p.provider, (v) => PROVIDERS.has(v));
+  choose("model", p.pluginModel, p.model, () => true);
   const tail: string[] = [];
-  if (p.sessions) tail.push("", "[[sessions.roots]]", `path = ${tomlString(p.sessionsDir)}`, `globs = ["*.jsonl"]`, `name = "openclaw"`);
-  if (lines.length === 1 && tail.length === 0) return null;
-  return [...lines, "", p.userConfigText.trimEnd(), ...tail, ""].join("\n");
+  if (p.sessions) {
+    if (inlineSessionRoots(userLines)) {
+      problems.push(
+        `OpenClaw's session transcripts (${p.sessionsDir}) are not searched: ${p.userConfigPath ?? "your memory-ls config.toml"} sets sessions.roots inline; write its roots as [[sessions.roots]] tables and the plugin adds OpenClaw's beside them`,
+      );
+    } else {
+      tail.push("", "[[sessions.roots]]", `path = ${tomlString(p.sessionsDir)}`, `globs = ["*.jsonl"]`, `name = "openclaw"`);
+    }
+  }
+  if (lines.length === 1 && tail.length === 0 && drop.size === 0) return { text: null, problems };
+  const user = userLines.filter((_, i) => !drop.has(i)).join("\n").trimEnd();
+  return { text: [...lines, "", user, ...tail, ""].join("\n"), problems };
 }
 
 /** A memory-ls hit as OpenClaw's MemorySearchResult (packages/memory-host-sdk/src/host/types.ts). */
@@ -420,6 +492,8 @@ export interface ManagerOptions {
   timeoutMs: number;
   settings: MemorySettings;
   logger?: PluginLogger | undefined;
+  /** what childEnv could not map */
+  configProblems?: string[] | undefined;
 }
 
 /** OpenClaw's MemorySearchManager over one memory-ls child. */
@@ -434,11 +508,14 @@ export class MemoryLsManager implements MemorySearchManager {
   lastSearch: MemoryLsSearch | null = null;
   /** extraPaths memory-ls skips: outside the workspace (it only logs them) */
   pathProblems: string[];
+  /** OpenClaw settings that could not be passed on to memory-ls (buildMemoryLsConfig) */
+  configProblems: string[];
 
   constructor(opts: ManagerOptions) {
     this.opts = opts;
     this.child = new McpChild({ command: opts.command, workspace: opts.workspace, env: opts.env, logger: opts.logger });
     this.pathProblems = outsideExtraPaths(opts.workspace, opts.settings.extraPaths);
+    this.configProblems = opts.configProblems ?? [];
   }
 
   /** The first sync's message while it runs (memory-ls's own words, server/requests.py INDEXING). */
@@ -533,6 +610,7 @@ export class MemoryLsManager implements MemorySearchManager {
       minVersion: MIN_MEMORY_LS_VERSION,
       ...(indexing ? { indexing: this.indexingMessage() } : {}),
       ...(this.pathProblems.length ? { pathProblems: this.pathProblems } : {}),
+      ...(this.configProblems.length ? { configProblems: this.configProblems } : {}),
       ...(s ? { mode: s.mode, providerReason: s.providerReason ?? undefined, indexPath: s.indexPath, pendingEmbeddings: s.pendingEmbeddings, settingsProblems: s.settingsProblems ?? [], rootProblems: s.rootProblems ?? [], lastSync: s.lastSync ?? null } : {}),
       ...(this.lastError ? { error: this.lastError } : {}),
       ...(this.shadowedBy ? { toolsShadowedBy: this.shadowedBy } : {}),
@@ -599,9 +677,9 @@ export function outsideExtraPaths(workspace: string, extraPaths: string[]): stri
 
 /**
  * The environment of a child: the gateway's, with XDG_CONFIG_HOME pointing at a generated
- * config.toml when OpenClaw's settings map onto memory-ls's.
+ * config.toml when OpenClaw's settings map onto memory-ls's; and the problems of that mapping.
  */
-export function childEnv(p: { stateDir: string; agentId: string; settings: MemorySettings; provider?: string | undefined; model?: string | undefined }): NodeJS.ProcessEnv {
+export function childEnv(p: { stateDir: string; agentId: string; settings: MemorySettings; provider?: string | undefined; model?: string | undefined }): { env: NodeJS.ProcessEnv; problems: string[] } {
   const env = { ...process.env };
   const home = process.env.HOME ?? "";
   const userConfigPath = path.join(process.env.XDG_CONFIG_HOME || path.join(home, ".config"), "memory-ls", "config.toml");
@@ -611,18 +689,21 @@ export function childEnv(p: { stateDir: string; agentId: string; settings: Memor
   } catch {
     /* none */
   }
-  const text = buildMemoryLsConfig({
+  const { text, problems } = buildMemoryLsConfig({
     extraPaths: p.settings.extraPaths,
     sessions: p.settings.sessions,
-    provider: p.provider ?? p.settings.provider,
-    model: p.model ?? p.settings.model,
+    provider: p.settings.provider,
+    model: p.settings.model,
+    pluginProvider: p.provider,
+    pluginModel: p.model,
     sessionsDir: path.join(p.stateDir, "agents", p.agentId, "sessions"),
     userConfigText,
+    userConfigPath,
   });
-  if (text === null) return env;
+  if (text === null) return { env, problems };
   const dir = path.join(p.stateDir, "memory-ls", p.agentId.replace(/[^A-Za-z0-9_.-]/g, "_"));
   fs.mkdirSync(path.join(dir, "memory-ls"), { recursive: true });
   fs.writeFileSync(path.join(dir, "memory-ls", "config.toml"), text);
   env.XDG_CONFIG_HOME = dir;
-  return env;
+  return { env, problems };
 }
