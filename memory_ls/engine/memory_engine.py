@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from ..embeddings.base import EmbeddingProvider
-from ..hygiene import Checker, Finding, check_draft, severities
+from ..hygiene import Checker, Finding, caps_of, check_draft, severities
 from ..index.sync import Progress, SyncReport
 from ..rerank import Reranker
 from ..search.citations import citation_problem, parse_citation
@@ -93,7 +93,8 @@ class MemoryEngine:
         self._remember_folder()
         self.rerank = RerankPolicy(self.settings, reranker)  # never raises
         self.route = self._route()  # chosen once: the engine never asks again
-        self.checker = Checker()  # the memory checks' cache: files re-read when they change
+        # The memory checks' cache: files re-read when they change.
+        self.checker = Checker(caps_of(self.settings.hygiene.load_cap))
         self.searcher = Searcher(self.indexer, self.policy, self.rerank, self.route)
 
     def _route(self) -> Route:

@@ -4,6 +4,7 @@ code and a severity the settings choose: ``duplicate``, ``conflict``, ``load-cap
 ``front-matter``, ``orphan``. A consumer of the index: it reads, never writes, and never
 changes how a file is indexed."""
 
+from .checks import caps_of
 from .findings import CODES, SEVERITY_RANK, Finding, Related, at_or_above
 from .incremental import Checker
 from .run import check_draft, check_index, severities
@@ -15,6 +16,7 @@ __all__ = [
     "Finding",
     "Related",
     "at_or_above",
+    "caps_of",
     "check_draft",
     "check_index",
     "severities",

@@ -10,6 +10,7 @@ from datetime import date
 from urllib.parse import unquote
 
 from ..roots import MEMORY, split
+from ..settings.hygiene import LoadCapSettings
 from ..sources import frontmatter
 from ..workspace import ROOT_FILES
 from .corpus import Doc
@@ -52,9 +53,25 @@ def _below(path: str, base: str) -> bool:
     return path.startswith(base + "/") if base else split(path) is None
 
 
-def load_cap(doc: Doc, severity: str) -> list[Finding]:
+def caps_of(settings: LoadCapSettings) -> tuple[LoadCap, ...]:
+    """The documented caps and the user's (``hygiene.loadCap.caps``)."""
+    mine = tuple(
+        LoadCap(
+            e.agent or "your agent",
+            tuple(e.files),
+            e.max_lines or None,
+            e.max_bytes or None,
+            e.source or "hygiene.loadCap.caps",
+        )
+        for e in settings.caps
+        if e.files and (e.max_lines or e.max_bytes)
+    )
+    return LOAD_CAPS + mine
+
+
+def load_cap(doc: Doc, severity: str, caps: tuple[LoadCap, ...] = LOAD_CAPS) -> list[Finding]:
     out = []
-    for cap in LOAD_CAPS:
+    for cap in caps:
         if agent_path(doc.path) not in cap.files:
             continue
         total = 0

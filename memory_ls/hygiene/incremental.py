@@ -62,7 +62,8 @@ class _Match:
 
 
 class Checker:
-    def __init__(self) -> None:
+    def __init__(self, caps: tuple[checks.LoadCap, ...] = checks.LOAD_CAPS) -> None:
+        self.caps = caps  # the load caps checked (checks.caps_of: the documented and the user's)
         self.lock = threading.Lock()
         self.files: dict[str, _File] = {}
         self.ps: dict[int, Passage] = {}
@@ -86,7 +87,7 @@ class Checker:
     # -- keeping up with the index ---------------------------------------------------------
     def _reset(self) -> None:
         lock = self.lock
-        self.__init__()  # type: ignore[misc]
+        self.__init__(self.caps)  # type: ignore[misc]
         self.lock = lock
 
     def refresh(
@@ -196,7 +197,7 @@ class Checker:
                 doc.path, _File(states[doc.path].hash if doc.path in states else "", None)
             )
             f.doc = doc
-            f.single = _single(doc, on, today)
+            f.single = _single(doc, on, today, self.caps)
             self.dirty.add(doc.path)
             order = doc.order()
             for i, p in enumerate(passages(doc.path, doc.lines)):
@@ -349,7 +350,7 @@ class Checker:
         with self.lock:
             self.refresh(store, on, today)
             doc = draft_doc(path, text)
-            out = _single(doc, on, today)
+            out = _single(doc, on, today, self.caps)
             if ORPHAN in on:
                 docs = [f.doc for p, f in self.files.items() if f.doc is not None and p != path]
                 out += [f for f in checks.orphans([*docs, doc], on[ORPHAN]) if f.path == path]
@@ -364,6 +365,8 @@ def _span(p: Passage) -> range:
     return range(p.start_line, p.end_line + 1)
 
 
-def _single(doc: Doc, on: dict[str, str], today: date) -> list[Finding]:
-    out = checks.load_cap(doc, on[LOAD_CAP]) if LOAD_CAP in on else []
+def _single(
+    doc: Doc, on: dict[str, str], today: date, caps: tuple[checks.LoadCap, ...]
+) -> list[Finding]:
+    out = checks.load_cap(doc, on[LOAD_CAP], caps) if LOAD_CAP in on else []
     return out + checks.front_matter(doc, today, on)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..index.backend import IndexBackend
 from ..settings.hygiene import HygieneSettings
+from .checks import caps_of
 from .findings import CONFLICT, DUPLICATE, EXPIRED, FRONT_MATTER, LOAD_CAP, ORPHAN, Finding
 from .incremental import Checker
 
@@ -32,7 +33,8 @@ def check_index(
 ) -> list[Finding]:
     """Every finding over the memory files the index holds; ``checker``: the cache of an
     earlier check of this index (only the files changed since are read again)."""
-    return (checker or Checker()).check(store, severities(settings), today or date.today())
+    on, day = severities(settings), today or date.today()
+    return (checker or Checker(caps_of(settings.load_cap))).check(store, on, day)
 
 
 def check_draft(
@@ -47,4 +49,5 @@ def check_draft(
     what memory already says, its front matter, a cap it would pass), all on the draft: the
     draft is later than everything, and stands in for the file at ``path`` if there is one."""
     day = today or date.today()
-    return (checker or Checker()).draft(store, severities(settings), text, path, day)
+    ch = checker or Checker(caps_of(settings.load_cap))
+    return ch.draft(store, severities(settings), text, path, day)

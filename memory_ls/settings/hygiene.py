@@ -43,12 +43,33 @@ class ConflictSettings:
 
 
 @dataclass
+class LoadCapEntry:
+    """An agent's cap on a file it always loads, besides the documented ones."""
+
+    agent: str = setting("", "The agent, as the finding names it.")
+    files: list[str] = setting(
+        [],
+        "The files it loads: workspace paths, or paths under a memory root, relative to it "
+        "(`MEMORY.md`).",
+    )
+    max_lines: int = setting(0, "The lines it loads at most (0: no line cap).", minimum=0)
+    max_bytes: int = setting(0, "The bytes it loads at most (0: no byte cap).", minimum=0)
+    source: str = setting("", "Where the cap is stated (a URL), quoted in the finding.")
+
+
+@dataclass
 class LoadCapSettings:
     enabled: bool = _enabled(
         "the first line past an agent's load cap in an always-loaded file (`MEMORY.md`: "
         "Claude Code; `AGENTS.md` when it is indexed: Codex)"
     )
     severity: str = _severity("load-cap", "warning")
+    caps: list[LoadCapEntry] = setting(
+        [],
+        "More caps, checked beside the documented ones (Claude Code's `MEMORY.md`, Codex's "
+        "`AGENTS.md`): tables `{agent, files, maxLines, maxBytes, source}`, for an agent or a "
+        "budget of your own. An entry without files or without a cap is skipped.",
+    )
 
 
 @dataclass

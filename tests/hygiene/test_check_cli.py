@@ -71,3 +71,27 @@ def test_check_prints_findings_and_exits_by_severity(tmp_path: Path):
 def test_check_of_a_folder_that_is_not_there(tmp_path: Path):
     done = run_cli("check", "-w", str(tmp_path / "nope"), home=tmp_path / "home")
     assert done.returncode == 2 and "not a folder" in done.stderr
+
+
+def test_a_cap_of_the_users_own_is_checked_beside_the_documented_ones(tmp_path: Path):
+    root = tmp_path / "ws"
+    write(root, "MEMORY.md", "".join(f"- Fact number {i} about the build.\n" for i in range(30)))
+    write(
+        root,
+        ".memory-ls.toml",
+        "[[hygiene.loadCap.caps]]\n"
+        'agent = "our bot"\nfiles = ["MEMORY.md"]\nmaxLines = 20\n'
+        'source = "https://example.invalid/our-bot"\n'
+        "[[hygiene.loadCap.caps]]\n"
+        'agent = "no cap given"\nfiles = ["MEMORY.md"]\n',
+    )
+    index = str(tmp_path / "index.sqlite")
+    done = run_cli("check", "-w", str(root), "--index", index, "--json", home=tmp_path / "home")
+    caps = [f for f in json.loads(done.stdout)["findings"] if f["code"] == "load-cap"]
+    assert [(f["startLine"], f["message"]) for f in caps] == [
+        (
+            21,
+            "our bot loads only the first 20 lines of MEMORY.md: this line and the ones below "
+            "it are never in its context (https://example.invalid/our-bot)",
+        )
+    ]
