@@ -220,14 +220,20 @@ def test_openclaw_json5_is_left_to_openclaw(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == files
 
 
+def guide_text() -> str:
+    return (REPO / "docs" / "guides" / "openclaw.md").read_text(encoding="utf-8")
+
+
 def test_openclaw_prints_the_memory_plugin_install(tmp_path: Path) -> None:
     before = lay_out(tmp_path, FILES["openclaw"])
     printed = setup(tmp_path, "openclaw")
     assert printed.returncode == 0, printed.stderr
     plugin = REPO / "integrations" / "openclaw"
     lines = [line.strip() for line in printed.stdout.splitlines()]
-    # The two commands of docs/guides/openclaw.md, with this checkout's plugin folder.
+    # The commands of docs/guides/openclaw.md, with this checkout's plugin folder.
+    assert f"cd {plugin} && npm ci && npm run build && cd -" in lines
     assert f"openclaw plugins install {plugin} --force --accept-capabilities" in lines
+    assert "cd integrations/openclaw && npm ci && npm run build && cd -" in guide_text()
     assert "openclaw config set plugins.entries.memory-core.enabled false" in lines
     guide = (REPO / "docs" / "guides" / "openclaw.md").read_text(encoding="utf-8")
     assert "openclaw config set plugins.entries.memory-core.enabled false" in guide

@@ -44,9 +44,12 @@ def plugin_lines() -> list[str]:
         "--force",
         "--accept-capabilities",
     ]
+    build = f"cd {shlex.quote(plugin_folder())} && npm ci && npm run build && cd -"
     return [
         "Memory plugin (memory-ls answers OpenClaw's own memory_search / memory_get instead;",
-        "  docs/guides/openclaw.md), not run here: install it, then turn off the built-in memory:",
+        "  docs/guides/openclaw.md), not run here: build it (TypeScript), install it, then turn",
+        "  off the built-in memory:",
+        f"  {build}",
         f"  {shlex.join(install)}",
         "  openclaw config set plugins.entries.memory-core.enabled false",
         "  (then restart the gateway; plugins.slots.memory is set by the install)",
