@@ -34,7 +34,7 @@ from pygls.protocol import (
 from .. import __version__, params
 from ..methods import METHODS, Method
 from ..params import ParamError
-from . import fixes, protocol
+from . import fixes, protocol, pull
 from .documents import buffer_text
 from .lanes import Supersede
 from .lifeline import Lifeline
@@ -284,6 +284,9 @@ def build_server() -> MemoryLanguageServer:
         service = server.service = MemoryService(server, params.initialization_options)
         server.setup_logging(str(service.config.init_overrides.get("logLevel", "info")))
         service.add_initial_folders(params.workspace_folders, params.root_uri)
+        pull.register(server, lambda: server.svc().documents.pull)  # declared when it pulls
+        if service.documents.pull is not None:
+            log.info("diagnostics: pulled by the client (workspace/diagnostic), not published")
 
     @server.feature(types.INITIALIZED)
     async def initialized(params: types.InitializedParams) -> None:

@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ..chunking import lsp_lines
-from . import convert
+from . import convert, pull
 from .citations import Citations
 from .folder import Folder, FolderUnavailable
 from .folders import Folders
@@ -67,6 +67,8 @@ class Documents:
         self._cites: dict[str, list[types.Diagnostic]] = {}
         self._health: dict[str, list[types.Diagnostic]] = {}
         self._health_uri: dict[tuple[str, str], str] = {}  # (folder URI, path) -> URI used
+        # A client that pulls diagnostics (pull.py) asks for them: nothing is published to it.
+        self.pull = pull.Pull(ls, spawn) if pull.wanted(ls.client_capabilities) else None
 
     def _open_uris(self) -> list[str]:
         return list(self.ls.workspace.text_documents)
@@ -230,8 +232,11 @@ class Documents:
 
     def _send(self, uri: str, version: int | None) -> None:
         """Publish a URI's diagnostics (citations and memory checks), an empty list once
-        when the last of them went away."""
+        when the last of them went away; to a client that pulls, hand them to ``pull``."""
         diags = self._cites.get(uri, []) + self._health.get(uri, [])
+        if self.pull is not None:
+            self.pull.set(uri, diags)
+            return
         if not diags and uri not in self._published:
             return
         self.ls.text_document_publish_diagnostics(
@@ -246,3 +251,5 @@ class Documents:
         for t in self._diag_timers.values():
             t.cancel()
         self._diag_timers.clear()
+        if self.pull is not None:
+            self.pull.cancel()

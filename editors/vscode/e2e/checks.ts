@@ -285,6 +285,14 @@ export const CHECKS: Check[] = [
         assert.match(await item.innerText(), /says what memory\/2026-02-20-deploys\.md#L5 already says/);
         const groups = (await rows.filter({ visible: true, hasText: /^\s*[a-z-]+ \(\d+\)\s*$/ }).allInnerTexts()).map((t) => t.trim());
         assert.deepEqual(groups, ['duplicate (1)'], 'one kind; the broken citation is not listed');
+        // Once in the Problems panel too, whichever way VS Code got it (pulled, or published).
+        await wb.page.keyboard.press('Control+Shift+m');
+        const listed = panel.locator('.markers-panel .monaco-list-row', { hasText: 'deploys.md#L5 already says' });
+        await listed.first().waitFor();
+        await wb.page.waitForTimeout(2500); // a second copy would come with the next pull (VS Code's: every 2 s)
+        assert.equal(await listed.count(), 1, 'the duplicate is listed once in the Problems panel');
+        await wb.command('Memory: Show Health');
+        await item.waitFor();
         // The counts in the status bar item's tooltip.
         await wb.page.locator(MEMORY_STATUS).hover();
         await wb.page.locator('.monaco-hover:visible, .workbench-hover:visible', { hasText: 'Memory health: 1 finding: 1 duplicate' }).first().waitFor();
