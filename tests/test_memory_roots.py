@@ -19,14 +19,17 @@ from conftest import write
 from lsp_harness import (  # noqa: F401
     Start,
     definition_and_hover,
+    eventually,
     file_created,
     open_doc,
+    raw_request,
     search,
     start,
     status,
     uri,
     watched_patterns,
 )
+from lsprotocol import types
 
 from memory_ls.engine import MemoryEngine
 from memory_ls.hygiene.checks import agent_path
@@ -407,3 +410,36 @@ async def test_editor_opens_cited_root_notes_and_watches_roots(
     )
     hits = (await search(client, "capybara cron"))["results"]
     assert [h["path"] for h in hits] == ["memory:openclaw/memory/2026-02-01.md"]
+
+
+async def test_editor_diagnostics_of_root_notes_sit_on_the_notes_themselves(
+    start: Start,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A root's ``MEMORY.md`` past Claude Code's cap gets its ``load-cap`` diagnostic at the
+    file's own URI (not ``<workspace>/memory:<name>/...``), and no code action makes a file
+    under the root (roots are read-only)."""
+    home = make_home(tmp_path)
+    ws = make_ws(tmp_path)
+    oc = home / ".openclaw/workspace"
+    write(oc, "MEMORY.md", "".join(f"- Fact {i} of the wombat queue.\n" for i in range(230)))
+    write(ws, ".memory-ls.toml", f'[[memory.roots]]\npath = "{oc}"\nglobs = ["MEMORY.md"]\n')
+    client = await start(ws, init_options={"provider": "none"})
+    real = uri(oc / "MEMORY.md")
+
+    async def flagged() -> bool:
+        return any(d.code == "load-cap" for d in client.diagnostics.get(real, []))
+
+    await eventually(flagged)
+    assert not [u for u in client.diagnostics if "memory:" in u]
+    (d,) = [d for d in client.diagnostics[real] if d.code == "load-cap"]
+    assert d.range.start.line == 200
+    open_doc(client, oc / "MEMORY.md")
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=real),
+        range=d.range,
+        context=types.CodeActionContext(diagnostics=[d]),
+    )
+    conv = client.protocol._converter
+    actions = await raw_request(client, "textDocument/codeAction", conv.unstructure(params))
+    assert not [a for a in actions or [] if "topic file" in a["title"]]

@@ -21,6 +21,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from .. import roots
 from ..hygiene.checks import LOAD_CAPS
 from ..hygiene.conflicts import SUPERSEDED_BY
 from ..hygiene.findings import CONFLICT, EXPIRED, FRONT_MATTER, LOAD_CAP
@@ -213,7 +214,10 @@ def move_past_cap(d: types.Diagnostic, buf: Buffer) -> types.CodeAction | None:
     """The lines from the first one past the cap to the end moved into a new topic file under
     ``memory/``, and a link to it in their place, within the cap (a line or more before it,
     as many as the link's bytes need). The topic file is named after the first heading past
-    the cap (``memory/deploy-notes.md``), else ``memory/<index>-overflow.md``."""
+    the cap (``memory/deploy-notes.md``), else ``memory/<index>-overflow.md``. Never for a
+    file under a root (``memory.roots`` are read-only: no file is made there)."""
+    if roots.split(buf.rel):
+        return None
     lines, first = buf.lines, d.range.start.line
     top = front_matter_end(lines)
     moved = _content(lines[first:])

@@ -32,6 +32,7 @@ from ..chunking import lsp_lines
 from ..engine import MemoryEngine
 from ..hygiene import CODES, Finding
 from ..hygiene.findings import DUPLICATE
+from ..workspace import Workspace
 from . import fixes, protocol
 from .folder import Folder, FolderUnavailable
 from .folders import Folders
@@ -55,23 +56,28 @@ Units = Callable[[str], int]
 Published = dict[str, list[Finding]]  # a folder's files (workspace-relative) -> findings
 
 
-def file_uri(root: Path, rel: str) -> str:
-    return from_fs_path(str(root / rel)) or (root / rel).as_uri()
+def file_uri(ws: Workspace, rel: str) -> str:
+    """A file's URI by its key: under the workspace, or under a root outside it (``memory:``,
+    ``sessions:`` keys are no paths below the workspace)."""
+    path = ws.outside_file(rel) or ws.root / rel
+    return from_fs_path(str(path)) or path.as_uri()
 
 
-def diagnostic(f: Finding, root: Path, lines: list[str], codec: PositionCodec) -> types.Diagnostic:
+def diagnostic(
+    f: Finding, ws: Workspace, lines: list[str], codec: PositionCodec
+) -> types.Diagnostic:
     end = f.end_line - 1
     width = codec.client_num_units(lines[end]) if end < len(lines) else 0
     related = [
         types.DiagnosticRelatedInformation(
             location=types.Location(
-                uri=file_uri(root, r.path), range=_lines_range(r.start_line, r.end_line)
+                uri=file_uri(ws, r.path), range=_lines_range(r.start_line, r.end_line)
             ),
             message="the earlier copy" if f.code == DUPLICATE else r.citation,
         )
         for r in f.related
     ]
-    data = {"related": [r.to_json() | {"uri": file_uri(root, r.path)} for r in f.related]}
+    data = {"related": [r.to_json() | {"uri": file_uri(ws, r.path)} for r in f.related]}
     return types.Diagnostic(
         range=types.Range(
             start=types.Position(line=f.start_line - 1, character=0),
@@ -116,7 +122,7 @@ def diagnose(
         if old.get(path, []) == mine:
             continue
         lines = engine.checker.lines_of(path) or []
-        out[path] = [diagnostic(f, root, lines, codec) for f in mine]
+        out[path] = [diagnostic(f, engine.workspace, lines, codec) for f in mine]
     return by, out
 
 
@@ -126,6 +132,7 @@ class Health:
         self.documents = documents
         self.codec = codec
         self.published: dict[str, Published] = {}  # folder URI -> its files' findings
+        self.workspaces: dict[str, Workspace] = {}  # folder URI -> where its keys' files are
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._running: dict[str, asyncio.Future[Any]] = {}
         self._again: set[str] = set()
@@ -168,8 +175,9 @@ class Health:
         if folder.closed or folder.uri not in self.folders:
             return
         self.published[folder.uri] = by
+        self.workspaces[folder.uri] = ws = engine.workspace
         for i, (rel, diags) in enumerate(sorted(changed.items())):
-            self.documents.set_health(folder, rel, file_uri(folder.root, rel), diags)
+            self.documents.set_health(folder, rel, file_uri(ws, rel), diags)
             if i % 200 == 199:
                 await asyncio.sleep(0)  # thousands of files: let requests in between
 
@@ -178,8 +186,12 @@ class Health:
         timer = self._timers.pop(folder.uri, None)
         if timer:
             timer.cancel()
-        for rel in self.published.pop(folder.uri, {}):
-            self.documents.set_health(folder, rel, file_uri(folder.root, rel), [])
+        ws = self.workspaces.pop(folder.uri, None)
+        published = self.published.pop(folder.uri, {})
+        if ws is None:  # never checked: nothing was published
+            return
+        for rel in published:
+            self.documents.set_health(folder, rel, file_uri(ws, rel), [])
 
     def cancel(self) -> None:
         for t in self._timers.values():
