@@ -95,7 +95,8 @@ for (const step of steps) {
       fs.writeFileSync(step.path, step.text);
       result = { wrote: step.path };
     } else if (step.op === "until") {
-      // Repeats a memory_search until a hit's path matches, for at most step.withinMs.
+      // Repeats a memory_search until a hit's path matches, for at most step.withinMs (with
+      // step.whole: in an answer that is not partial, once the first sync is done).
       const tool = byName.get("memory_search");
       let found = null;
       let tries = 0;
@@ -103,6 +104,7 @@ for (const step of steps) {
         tries += 1;
         const answer = await tool.execute(`until-${tries}`, { query: step.query }, undefined, undefined);
         found = answer.details.results?.find((r) => r.path === step.path) ?? null;
+        if (found && step.whole && answer.details.partial) found = null;
         if (found) break;
         await sleep(200);
       }

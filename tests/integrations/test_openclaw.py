@@ -388,7 +388,9 @@ def test_memory_ls_missing_gives_a_reason(openclaw: OpenClaw) -> None:
         ],
         with_memory_ls=False,
     )
-    search = _step(answer, 0)
+    status = _step(answer, 0)["result"]
+    assert "still running" in status["custom"]["memoryLs"]["indexing"], status
+    search = _step(answer, 1)
     details = search["result"]["details"]
     assert details["results"] == [] and details["unavailable"] is True
     assert "memory-ls is not installed" in details["error"] and details["action"]
@@ -520,7 +522,9 @@ def test_memory_ls_too_old_says_upgrade(openclaw: OpenClaw, tmp_path: Path) -> N
         )
     finally:
         openclaw.configure()
-    search = _step(answer, 0)
+    status = _step(answer, 0)["result"]
+    assert "still running" in status["custom"]["memoryLs"]["indexing"], status
+    search = _step(answer, 1)
     details = search["result"]["details"]
     too_old = "memory-ls 0.0.9 is older than 0.1.0"
     assert details["results"] == [] and details["unavailable"] is True, details
@@ -575,13 +579,17 @@ def test_a_search_during_the_first_sync_says_so(openclaw: OpenClaw, tmp_path: Pa
     try:
         answer = openclaw.drive(
             [
-                {"op": "tool", "name": "memory_search", "params": {"query": "zeppelin hangar"}},
+                # Status first: this driver's manager and tools come from two plugin loads,
+                # so two memory-ls; asked after the search, status came from one started later,
+                # whose sync a loaded machine could finish before it answered.
                 {"op": "manager", "method": "status", "purpose": "status"},
+                {"op": "tool", "name": "memory_search", "params": {"query": "zeppelin hangar"}},
                 {
                     "op": "until",
                     "query": "zeppelin hangar",
                     "path": "memory/n29999.md",
                     "withinMs": 180000,
+                    "whole": True,
                 },
                 {"op": "tool", "name": "memory_search", "params": {"query": "quillwort audit"}},
             ],
@@ -590,7 +598,9 @@ def test_a_search_during_the_first_sync_says_so(openclaw: OpenClaw, tmp_path: Pa
         )
     finally:
         openclaw.configure()
-    search = _step(answer, 0)
+    status = _step(answer, 0)["result"]
+    assert "still running" in status["custom"]["memoryLs"]["indexing"], status
+    search = _step(answer, 1)
     details = search["result"]["details"]
     # An answer, not a failure: the hits so far (the last note is not indexed yet), and why.
     assert "unavailable" not in details and "disabled" not in details, details
@@ -601,8 +611,6 @@ def test_a_search_during_the_first_sync_says_so(openclaw: OpenClaw, tmp_path: Pa
     assert "Retry" in details["action"]
     _no_stack(search["result"])
     assert search["ms"] < 8000
-    status = _step(answer, 1)["result"]
-    assert "still running" in status["custom"]["memoryLs"]["indexing"], status
     later = _step(answer, 2)["result"]
     assert later["found"], later
     done = _step(answer, 3)["result"]["details"]
