@@ -26,12 +26,16 @@ them; under ``CI`` they fail instead.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -90,9 +94,28 @@ def _npm(node_bin: Path, *args: str, timeout: float = 300) -> subprocess.Complet
     )
 
 
+@contextlib.contextmanager
+def _plugin_folder() -> Iterator[Path]:
+    """The plugin folder, for this pytest-xdist worker alone while it builds it, installs it
+    (``openclaw plugins install <folder>`` copies it), packs it (``npm pack``'s prepack empties
+    dist/ and builds it again) or imports from its dist/: interleaved between two workers, an
+    install copied a folder without dist/, and OpenClaw loaded no plugin."""
+    with open(Path(tempfile.gettempdir()) / "memory-ls-openclaw-plugin.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield PLUGIN
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _build_plugin(node_bin: Path) -> None:
     """The plugin as its package ships it: ``npm ci`` (TypeScript, from package-lock.json) and
     ``npm run build`` (tsc: src/*.ts to dist/*.js and .d.ts)."""
+    with _plugin_folder():
+        _npm_build(node_bin)
+
+
+def _npm_build(node_bin: Path) -> None:
     for args in (("ci", "--no-audit", "--no-fund"), ("run", "build")):
         try:
             done = _npm(node_bin, *args)
@@ -262,7 +285,8 @@ def openclaw(tmp_path_factory: pytest.TempPathFactory, node: Path, built: Path) 
     assert MEMORY_LS.exists(), f"no memory-ls beside {sys.executable}: pip install -e ."
     package = _openclaw(node.parent)
     oc = OpenClaw(tmp_path_factory.mktemp("openclaw"), node, package)
-    installed = oc.cli("plugins", "install", str(PLUGIN), "--force", "--accept-capabilities")
+    with _plugin_folder():
+        installed = oc.cli("plugins", "install", str(PLUGIN), "--force", "--accept-capabilities")
     assert installed.returncode == 0, installed.stdout + installed.stderr
     config = json.loads(oc.config_path.read_text())
     assert config["plugins"]["slots"]["memory"] == "memory-ls", config
@@ -388,9 +412,7 @@ def test_memory_ls_missing_gives_a_reason(openclaw: OpenClaw) -> None:
         ],
         with_memory_ls=False,
     )
-    status = _step(answer, 0)["result"]
-    assert "still running" in status["custom"]["memoryLs"]["indexing"], status
-    search = _step(answer, 1)
+    search = _step(answer, 0)
     details = search["result"]["details"]
     assert details["results"] == [] and details["unavailable"] is True
     assert "memory-ls is not installed" in details["error"] and details["action"]
@@ -480,10 +502,11 @@ console.log(JSON.stringify([
   r({{ ...base, agents: {{ entries: {{ ops: {{ memory: {{ search }} }} }} }} }}, "main"),
 ]));
 """
-    out = subprocess.run(
-        [str(openclaw.node), "--input-type=module", "-e", script],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    with _plugin_folder():
+        out = subprocess.run(
+            [str(openclaw.node), "--input-type=module", "-e", script],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
     assert out.returncode == 0, out.stderr
     keyed, listed, other = json.loads(out.stdout)
     for agent in (keyed, listed):
@@ -522,9 +545,7 @@ def test_memory_ls_too_old_says_upgrade(openclaw: OpenClaw, tmp_path: Path) -> N
         )
     finally:
         openclaw.configure()
-    status = _step(answer, 0)["result"]
-    assert "still running" in status["custom"]["memoryLs"]["indexing"], status
-    search = _step(answer, 1)
+    search = _step(answer, 0)
     details = search["result"]["details"]
     too_old = "memory-ls 0.0.9 is older than 0.1.0"
     assert details["results"] == [] and details["unavailable"] is True, details
@@ -661,7 +682,9 @@ def test_the_package_is_ready_to_publish(openclaw: OpenClaw, tmp_path: Path) -> 
     ``openclaw plugins install @memory-ls/openclaw-memory-ls`` would get it (``npm-pack:``,
     OpenClaw's managed npm project, docs/plugins/building-plugins.md "Test the package install")."""
     node_bin = openclaw.node.parent
-    dry = _npm(node_bin, "pack", "--dry-run", "--json")
+    with _plugin_folder():
+        dry = _npm(node_bin, "pack", "--dry-run", "--json")
+        packed = _npm(node_bin, "pack", "--pack-destination", str(tmp_path), "--json")
     assert dry.returncode == 0, dry.stderr[-3000:]
     (listing,) = json.loads(dry.stdout)
     sources = sorted(p.stem for p in (PLUGIN / "src").glob("*.ts"))
@@ -682,7 +705,6 @@ def test_the_package_is_ready_to_publish(openclaw: OpenClaw, tmp_path: Path) -> 
     lock = json.loads((PLUGIN / "package-lock.json").read_text())
     assert lock["packages"][""]["devDependencies"] == package["devDependencies"]
 
-    packed = _npm(node_bin, "pack", "--pack-destination", str(tmp_path), "--json")
     assert packed.returncode == 0, packed.stderr[-3000:]
     tarball = tmp_path / json.loads(packed.stdout)[0]["filename"]
     fresh = OpenClaw(tmp_path / "fresh", openclaw.node, openclaw.package)
