@@ -27,6 +27,16 @@ export interface FakeEditor {
   setDecorations(): void;
 }
 
+class FakeDisposable {
+  constructor(private readonly onDispose: () => unknown = () => undefined) {}
+  static from(...items: { dispose(): unknown }[]): FakeDisposable {
+    return new FakeDisposable(() => items.forEach((d) => d?.dispose?.()));
+  }
+  dispose(): void {
+    this.onDispose();
+  }
+}
+
 export interface Recorder {
   commands: Map<string, (...args: any[]) => any>;
   messages: { kind: string; text: string; items: string[] }[];
@@ -175,6 +185,9 @@ export function installFakeVscode(rec: Recorder, folders: string[]): void {
     version: '1.90.0',
     Uri: { parse: uri, file: (p: string) => uri(`file://${p}`) },
     EventEmitter: Emitter,
+    // A real one: vscode-languageclient's diagnostic pull is stopped only through
+    // Disposable.from(...).dispose(); a stand-in left its 2-second re-pull running forever.
+    Disposable: FakeDisposable,
     Position,
     Range,
     CancellationTokenSource,
