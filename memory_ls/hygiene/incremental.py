@@ -41,6 +41,7 @@ from .keys import Keys
 from .passages import Passage, passages
 
 REBUILD_SHARE = 0.1  # changed passages, of those the last full build read, that rebuild all
+PACE_EVERY = 32  # pairs judged between two calls of Checker.pace (about a millisecond)
 
 # Given the mark of the last check (None: none), a new mark and the paths written since
 # (None: unknown, every file's hash is read): the engine's journal of its index's writes.
@@ -64,6 +65,9 @@ class _Match:
 class Checker:
     def __init__(self, caps: tuple[checks.LoadCap, ...] = checks.LOAD_CAPS) -> None:
         self.caps = caps  # the load caps checked (checks.caps_of: the documented and the user's)
+        # Called now and then by a long check (a worker thread): the language server waits
+        # there while requests run (server/lanes.py Requests.yield_to); elsewhere nothing.
+        self.pace: Callable[[], None] = _no_pace
         self.lock = threading.Lock()
         self.files: dict[str, _File] = {}
         self.ps: dict[int, Passage] = {}
@@ -86,9 +90,9 @@ class Checker:
 
     # -- keeping up with the index ---------------------------------------------------------
     def _reset(self) -> None:
-        lock = self.lock
+        lock, pace = self.lock, self.pace
         self.__init__(self.caps)  # type: ignore[misc]
-        self.lock = lock
+        self.lock, self.pace = lock, pace
 
     def refresh(
         self,
@@ -192,7 +196,9 @@ class Checker:
         self, docs: list[Doc], states: Mapping[str, FileState], on: dict[str, str], today: date
     ) -> list[int]:
         new: list[int] = []
-        for doc in docs:
+        for n, doc in enumerate(docs):
+            if n % 8 == 0:
+                self.pace()
             f = self.files.setdefault(
                 doc.path, _File(states[doc.path].hash if doc.path in states else "", None)
             )
@@ -234,7 +240,9 @@ class Checker:
     def _judge(self, store: IndexBackend, pairs: Iterable[tuple[int, int]]) -> None:
         weight = Weights(self.df, len(self.ps))
         maybe = []
-        for a, b in pairs:
+        for n, (a, b) in enumerate(pairs):
+            if n % PACE_EVERY == 0:
+                self.pace()
             if self.check_conflicts:
                 self.conflicts.judge(a, b)
             how = judge(self.ps[b], self.ps[a], weight)
@@ -359,6 +367,10 @@ class Checker:
             if CONFLICT in on:
                 out += drafts.conflicts_of(self, doc, on[CONFLICT])
             return sorted(out, key=lambda f: (f.path, f.start_line, f.code))
+
+
+def _no_pace() -> None:
+    pass
 
 
 def _span(p: Passage) -> range:

@@ -35,7 +35,7 @@ from ..engine.route import retry_pause
 from ..index.sync import Progress, SyncReport
 from ..settings import Settings
 from ..workspace import Workspace
-from .lanes import Lane, TaskSet
+from .lanes import Lane, Requests, TaskSet
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -87,6 +87,7 @@ class Folder:
         self._idle = asyncio.Event()
         self._idle.set()
         self._in_flight = 0
+        self.requests = Requests()  # running now: long background work yields to them
         self._stop = threading.Event()  # read by the lane threads: stop embedding now
         self._timers: dict[str, tuple[asyncio.TimerHandle, str]] = {}
         self._versions: dict[str, int] = {}
@@ -201,10 +202,17 @@ class Folder:
 
     # -- running work -----------------------------------------------------------------------
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a request's reads on the read pool (background work yields to them)."""
+        with self.requests.serving():
+            return await self.read_aside(fn, *args)
+
+    async def read_aside(self, fn: Callable[..., T], *args: Any) -> T:
+        """Long background reads (the memory checks): on the read pool, not a request."""
         return await asyncio.get_running_loop().run_in_executor(self._reads, partial(fn, *args))
 
     async def _edit(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.wrap_future(self._edits.submit(fn, *args))
+        with self.requests.serving():  # an edit indexed is a request too
+            return await asyncio.wrap_future(self._edits.submit(fn, *args))
 
     async def _bg(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.wrap_future(self._background.submit(fn, *args))

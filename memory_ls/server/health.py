@@ -162,7 +162,8 @@ class Health:
         old = self.published.get(folder.uri, {})
         try:
             async with folder.use() as engine:
-                by, changed = await folder.read(
+                engine.checker.pace = folder.requests.yield_to  # requests first
+                by, changed = await folder.read_aside(
                     diagnose, engine, folder.root, old, vectors, self.codec
                 )
         except FolderUnavailable:

@@ -1,6 +1,6 @@
 """Where engine work runs: ``Lane`` (one thread, calls in order), ``TaskSet`` (background
-asyncio tasks kept alive, their failures logged) and ``Supersede`` (one call at a time, the
-newest waiting one wins)."""
+asyncio tasks kept alive, their failures logged), ``Supersede`` (one call at a time, the
+newest waiting one wins) and ``Requests`` (what long background work yields to)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
 from functools import partial
 from typing import Any, TypeVar
@@ -123,3 +124,36 @@ class Supersede:
             waiter.set_result(None)  # straight to the waiting call: no newcomer overtakes it
         else:
             self._busy = False
+
+
+YIELD_S = 0.05  # how long background work waits for requests, each time it asks
+QUIET_S = 0.02  # after a request: background work waits for the next one of a burst
+
+
+class Requests:
+    """A folder's requests running now (reads, edits) and when the last one ended. Long
+    background Python (a check from scratch takes seconds) holds the interpreter: a search
+    beside it took up to 20 times as long at p95 (bench/lsp_latency.py --baseline-set
+    hygiene.editorMaxFiles=0), so such work calls ``yield_to`` now and then."""
+
+    def __init__(self) -> None:
+        self.running = 0  # changed on the event loop only
+        self.ended = 0.0  # time.monotonic()
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        self.running += 1
+        try:
+            yield
+        finally:
+            self.running -= 1
+            self.ended = time.monotonic()
+
+    def yield_to(self) -> None:
+        """(worker thread) Wait while requests run or one ended in the last ``QUIET_S`` (they
+        come in bursts; the next one's JSON is read on the event loop), ``YIELD_S`` at most."""
+        now = time.monotonic()
+        deadline = now + YIELD_S
+        while now < deadline and (self.running or now - self.ended < QUIET_S):
+            time.sleep(0.001)
+            now = time.monotonic()
