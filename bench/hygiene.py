@@ -132,6 +132,7 @@ from memory_ls.engine import MemoryEngine
 from memory_ls.settings import Settings
 from pathlib import Path
 with MemoryEngine(Path(sys.argv[2]), Settings(provider="none"), index_path=Path(sys.argv[3])) as e:
+    e.sync("bench", embed=False)  # its own index: another schema's would be moved aside
     t0 = time.perf_counter(); found = e.check(); check_s = time.perf_counter() - t0
     t0 = time.perf_counter(); e.check_draft(sys.argv[4]); draft_s = time.perf_counter() - t0
 print(json.dumps({"checkSeconds": round(check_s, 1), "draftSeconds": round(draft_s, 2),
@@ -141,14 +142,16 @@ DRAFT = "- alpha alpha alpha a draft line of a few words to check"
 
 
 def baseline(tmp: Path, rev: str, root: Path, index: Path) -> dict:
-    """The same checks by the code of ``rev`` (before the per-file cache), on the same index."""
+    """The same checks by the code of ``rev`` (before the per-file cache), on the same notes
+    (its own index, built first and not timed: ``index`` is of this code's schema)."""
     old = tmp / "old"
     old.mkdir()
     repo = Path(__file__).resolve().parents[1]
     archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "memory_ls"],
                              check=True, capture_output=True).stdout  # fmt: skip
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-    out = subprocess.run([sys.executable, "-c", OLD, str(old), str(root), str(index), DRAFT],
+    own = tmp / "old.sqlite"
+    out = subprocess.run([sys.executable, "-c", OLD, str(old), str(root), str(own), DRAFT],
                          check=True, capture_output=True, text=True).stdout  # fmt: skip
     return {"rev": rev} | json.loads(out)
 
