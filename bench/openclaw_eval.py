@@ -34,25 +34,36 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from common import REPO, md_table, percentile  # noqa: E402
 from eval import aggregate, load_set, materialise, score_query  # noqa: E402
+from openclaw_setup import (  # noqa: E402
+    DRIVER,
+    MEMORY_LS,
+    OPENCLAW_VERSION,
+    PLUGIN,
+    BuildFailed,
+    Missing,
+    build_plugin,
+    node24,
+    openclaw_env,
+    openclaw_package,
+    plugin_folder,
+)
 
-OPENCLAW_VERSION = "2026.9.6"
-PLUGIN = REPO / "integrations" / "openclaw"
-DRIVER = REPO / "tests" / "integrations" / "openclaw_drive.mjs"
-INSTALL_SH = REPO / "editors" / "vscode" / "e2e" / "install.sh"
-MEMORY_LS = Path(sys.executable).parent / "memory-ls"
+T = TypeVar("T")
+
 ENGINES = ("memory-core", "memory-ls")
 
 
@@ -63,39 +74,12 @@ class Hit:
     end_line: int
 
 
-def build_plugin(node: Path) -> None:
-    """The plugin is TypeScript: npm ci and npm run build (src/ to dist/) before the install."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("npm_")}
-    env["PATH"] = f"{node.parent}{os.pathsep}{env.get('PATH', '')}"
-    for args in (["ci", "--no-audit", "--no-fund"], ["run", "build"]):
-        done = subprocess.run(
-            ["npm", *args], cwd=PLUGIN, env=env, capture_output=True, text=True, timeout=600
-        )
-        if done.returncode != 0:
-            raise SystemExit(f"npm {' '.join(args)} in {PLUGIN} failed:\n{done.stderr[-3000:]}")
-
-
-def node24() -> Path:
-    out = subprocess.run(
-        ["bash", str(INSTALL_SH), "--node-only"], capture_output=True, text=True, check=True
-    ).stdout
-    for line in out.splitlines():
-        if line.startswith("MEMORY_LS_E2E_NODE="):
-            return Path(line.split("=", 1)[1])
-    raise SystemExit("install.sh --node-only printed no MEMORY_LS_E2E_NODE")
-
-
-def openclaw_package() -> Path:
-    cache = Path(
-        os.environ.get("MEMORY_LS_OPENCLAW_CACHE") or Path.home() / ".cache" / "memory-ls-openclaw"
-    )
-    dest = cache / f"openclaw-{OPENCLAW_VERSION}"
-    if not (dest / ".complete").exists():
-        raise SystemExit(
-            f"no openclaw@{OPENCLAW_VERSION} in {cache}: run "
-            ".venv/bin/python -m pytest tests/integrations/test_openclaw.py once (it installs it)"
-        )
-    return dest / "node_modules" / "openclaw"
+def needed(what: Callable[[], T]) -> T:
+    """A part of tests/support/openclaw_setup.py, or the benchmark stops saying what is missing."""
+    try:
+        return what()
+    except (Missing, BuildFailed) as error:
+        raise SystemExit(f"openclaw_eval: {error}") from None
 
 
 class Home:
@@ -113,19 +97,7 @@ class Home:
             (cache / "models").symlink_to(models)
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "npm_"))}
-        env.update(
-            PATH=os.pathsep.join(
-                [str(self.node.parent), str(MEMORY_LS.parent), "/usr/bin", "/bin"]
-            ),
-            OPENCLAW_HOME=str(self.home),
-            XDG_CACHE_HOME=str(self.root / "xdg-cache"),
-            XDG_CONFIG_HOME=str(self.root / "xdg-config"),
-            NO_COLOR="1",
-        )
-        for key in ("OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY", "MISTRAL_API_KEY"):
-            env.pop(key, None)
-        return env
+        return openclaw_env(self.root, self.home, self.node)
 
     def run(self, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -139,18 +111,10 @@ class Home:
 
     def configure(self, workspaces: dict[str, Path], core_provider: str | None) -> None:
         if self.engine == "memory-ls":
-            build_plugin(self.node)
-            done = self.run(
-                [
-                    str(self.package / "openclaw.mjs"),
-                    "plugins",
-                    "install",
-                    str(PLUGIN),
-                    "--force",
-                    "--accept-capabilities",
-                ],
-                timeout=300,
-            )
+            needed(lambda: build_plugin(self.node.parent))
+            install = ["plugins", "install", str(PLUGIN), "--force", "--accept-capabilities"]
+            with plugin_folder():
+                done = self.run([str(self.package / "openclaw.mjs"), *install], timeout=300)
             if done.returncode != 0:
                 raise SystemExit(f"openclaw plugins install failed:\n{done.stdout}{done.stderr}")
         config = json.loads(self.config_path.read_text()) if self.config_path.exists() else {}
@@ -265,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.as_called:
         calls["as called"] = lambda q: {"query": q["query"]}
-    node, package = node24(), openclaw_package()
+    node = needed(node24)
+    package = needed(lambda: openclaw_package(node.parent))
     print(
         f"{args.set}: {len(corpus)} conversations ({', '.join(corpus)}), {len(queries)} questions,"
         f" through openclaw@{OPENCLAW_VERSION} memory_search",

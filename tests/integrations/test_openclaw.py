@@ -27,27 +27,33 @@ them; under ``CI`` they fail instead.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from repo_root import REPO
+from openclaw_setup import (
+    DRIVER,
+    MEMORY_LS,
+    OPENCLAW_VERSION,
+    PLUGIN,
+    BuildFailed,
+    Missing,
+    build_plugin,
+    node24,
+    npm,
+    openclaw_env,
+    openclaw_package,
+    plugin_folder,
+)
 from transcript_fixtures import jsonl, question
 from transcript_fixtures import openclaw as openclaw_transcript
 
-OPENCLAW_VERSION = "2026.9.6"
-PLUGIN = REPO / "integrations" / "openclaw"
-DRIVER = Path(__file__).with_name("openclaw_drive.mjs")
-INSTALL_SH = REPO / "editors" / "vscode" / "e2e" / "install.sh"
-MEMORY_LS = Path(sys.executable).parent / "memory-ls"
 HOW = (
     "needs npm and the npm registry: Node 24 comes from editors/vscode/e2e/install.sh --node-only, "
     f"openclaw@{OPENCLAW_VERSION} from npm into ~/.cache/memory-ls-openclaw"
@@ -60,115 +66,15 @@ def _missing(why: str) -> None:
     pytest.skip(f"{why} ({HOW})")
 
 
-def _node24() -> Path:
-    if shutil.which("npm") is None:
-        _missing("npm is not on PATH")
-    try:
-        out = subprocess.run(
-            ["bash", str(INSTALL_SH), "--node-only"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=True,
-        ).stdout
-    except (subprocess.SubprocessError, OSError) as error:
-        _missing(f"install.sh --node-only failed: {error}")
-    for line in out.splitlines():
-        if line.startswith("MEMORY_LS_E2E_NODE="):
-            return Path(line.split("=", 1)[1])
-    _missing("install.sh printed no MEMORY_LS_E2E_NODE")
-    raise AssertionError  # unreachable
-
-
-def _npm(node_bin: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """npm (the one on PATH) on the Node 24 of install.sh, in the plugin folder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("npm_")}
-    env["PATH"] = f"{node_bin}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run(
-        ["npm", *args],
-        cwd=PLUGIN,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 @contextlib.contextmanager
-def _plugin_folder() -> Iterator[Path]:
-    """The plugin folder, for this pytest-xdist worker alone while it builds it, installs it
-    (``openclaw plugins install <folder>`` copies it), packs it (``npm pack``'s prepack empties
-    dist/ and builds it again) or imports from its dist/: interleaved between two workers, an
-    install copied a folder without dist/, and OpenClaw loaded no plugin."""
-    with open(Path(tempfile.gettempdir()) / "memory-ls-openclaw-plugin.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield PLUGIN
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _build_plugin(node_bin: Path) -> None:
-    """The plugin as its package ships it: ``npm ci`` (TypeScript, from package-lock.json) and
-    ``npm run build`` (tsc: src/*.ts to dist/*.js and .d.ts)."""
-    with _plugin_folder():
-        _npm_build(node_bin)
-
-
-def _npm_build(node_bin: Path) -> None:
-    for args in (("ci", "--no-audit", "--no-fund"), ("run", "build")):
-        try:
-            done = _npm(node_bin, *args)
-        except (subprocess.SubprocessError, OSError) as error:
-            _missing(f"npm {' '.join(args)} in {PLUGIN} failed: {error}")
-        if done.returncode != 0:
-            if args[0] == "ci":
-                _missing(f"npm ci in {PLUGIN} failed: {done.stderr[-2000:]}")
-            pytest.fail(f"npm run build failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
-
-
-def _openclaw(node_bin: Path) -> Path:
-    """The openclaw package, installed once into the cache (a temp folder renamed at the end)."""
-    cache = Path(
-        os.environ.get("MEMORY_LS_OPENCLAW_CACHE") or Path.home() / ".cache" / "memory-ls-openclaw"
-    )
-    dest = cache / f"openclaw-{OPENCLAW_VERSION}"
-    package = dest / "node_modules" / "openclaw"
-    if (dest / ".complete").exists():
-        return package
-    tmp = cache / f"openclaw-{OPENCLAW_VERSION}.tmp.{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    env = {**os.environ, "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
-    env.pop("npm_config_user_agent", None)
-    started = time.monotonic()
+def _needed() -> Iterator[None]:
+    """What openclaw_setup cannot have here: a skip outside CI, a failure in CI."""
     try:
-        subprocess.run(
-            [
-                "npm",
-                "install",
-                "--prefix",
-                str(tmp),
-                "--no-audit",
-                "--no-fund",
-                f"openclaw@{OPENCLAW_VERSION}",
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=True,
-        )
-    except (subprocess.SubprocessError, OSError) as error:
-        shutil.rmtree(tmp, ignore_errors=True)
-        _missing(
-            f"npm install openclaw@{OPENCLAW_VERSION} failed: "
-            f"{getattr(error, 'stderr', '') or error}"
-        )
-    (tmp / ".complete").write_text(f"{time.monotonic() - started:.1f}s\n")
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
-    return package
+        yield
+    except Missing as missing:
+        _missing(str(missing))
+    except BuildFailed as failed:
+        pytest.fail(str(failed))
 
 
 WORKSPACE = {
@@ -198,22 +104,7 @@ class OpenClaw:
             (self.workspace / rel).write_text(text, encoding="utf-8")
 
     def env(self, *, with_memory_ls: bool = True) -> dict[str, str]:
-        path = (
-            [str(self.node.parent)]
-            + ([str(MEMORY_LS.parent)] if with_memory_ls else [])
-            + ["/usr/bin", "/bin"]
-        )
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "npm_"))}
-        env.update(
-            PATH=os.pathsep.join(path),
-            OPENCLAW_HOME=str(self.home),
-            XDG_CACHE_HOME=str(self.root / "xdg-cache"),
-            XDG_CONFIG_HOME=str(self.root / "xdg-config"),
-            NO_COLOR="1",
-        )
-        for key in ("OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY", "MISTRAL_API_KEY"):
-            env.pop(key, None)
-        return env
+        return openclaw_env(self.root, self.home, self.node, with_memory_ls=with_memory_ls)
 
     def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -270,22 +161,26 @@ class OpenClaw:
 
 @pytest.fixture(scope="module")
 def node() -> Path:
-    return _node24()
+    with _needed():
+        return node24()
+    raise AssertionError  # unreachable: _needed skips or fails
 
 
 @pytest.fixture(scope="module")
 def built(node: Path) -> Path:
     """The plugin folder, built (npm ci, npm run build)."""
-    _build_plugin(node.parent)
+    with _needed():
+        build_plugin(node.parent)
     return PLUGIN
 
 
 @pytest.fixture(scope="module")
 def openclaw(tmp_path_factory: pytest.TempPathFactory, node: Path, built: Path) -> OpenClaw:
     assert MEMORY_LS.exists(), f"no memory-ls beside {sys.executable}: pip install -e ."
-    package = _openclaw(node.parent)
+    with _needed():
+        package = openclaw_package(node.parent)
     oc = OpenClaw(tmp_path_factory.mktemp("openclaw"), node, package)
-    with _plugin_folder():
+    with plugin_folder():
         installed = oc.cli("plugins", "install", str(PLUGIN), "--force", "--accept-capabilities")
     assert installed.returncode == 0, installed.stdout + installed.stderr
     config = json.loads(oc.config_path.read_text())
@@ -502,7 +397,7 @@ console.log(JSON.stringify([
   r({{ ...base, agents: {{ entries: {{ ops: {{ memory: {{ search }} }} }} }} }}, "main"),
 ]));
 """
-    with _plugin_folder():
+    with plugin_folder():
         out = subprocess.run(
             [str(openclaw.node), "--input-type=module", "-e", script],
             capture_output=True, text=True, timeout=60,
@@ -682,9 +577,9 @@ def test_the_package_is_ready_to_publish(openclaw: OpenClaw, tmp_path: Path) -> 
     ``openclaw plugins install @memory-ls/openclaw-memory-ls`` would get it (``npm-pack:``,
     OpenClaw's managed npm project, docs/plugins/building-plugins.md "Test the package install")."""
     node_bin = openclaw.node.parent
-    with _plugin_folder():
-        dry = _npm(node_bin, "pack", "--dry-run", "--json")
-        packed = _npm(node_bin, "pack", "--pack-destination", str(tmp_path), "--json")
+    with plugin_folder():
+        dry = npm(node_bin, "pack", "--dry-run", "--json")
+        packed = npm(node_bin, "pack", "--pack-destination", str(tmp_path), "--json")
     assert dry.returncode == 0, dry.stderr[-3000:]
     (listing,) = json.loads(dry.stdout)
     sources = sorted(p.stem for p in (PLUGIN / "src").glob("*.ts"))
