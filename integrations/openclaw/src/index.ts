@@ -235,13 +235,20 @@ function register(api: OpenClawPluginApi): void {
   const toolConfig = (ctx: ToolContext | undefined): OpenClawConfig =>
     (ctx?.getRuntimeConfig?.() ?? ctx?.runtimeConfig ?? ctx?.config ?? currentConfig()) as OpenClawConfig;
 
+  /** The agent's memory settings as a tool of its run sees them; null: memory is off. */
+  const toolSettings = (ctx: ToolContext | undefined) => {
+    const settings = resolveOpenClawMemorySettings(toolConfig(ctx), ctx?.agentId ?? "main");
+    return settings.enabled ? settings : null;
+  };
+  /** What the tools' descriptions say they read, as memory-core's say it. */
+  const memoryFiles = (settings: { extraPaths: unknown[] }): string =>
+    `MEMORY.md, Markdown files recursively under memory/${settings.extraPaths.length ? ", configured extra paths" : ""}`;
+
   api.registerTool(
     (ctx): AgentTool | null => {
-      const cfg0 = toolConfig(ctx);
-      const agentId0 = ctx?.agentId ?? "main";
-      const settings0 = resolveOpenClawMemorySettings(cfg0, agentId0);
-      if (!settings0.enabled) return null;
-      const files = `MEMORY.md, Markdown files recursively under memory/${settings0.extraPaths.length ? ", configured extra paths" : ""}`;
+      const settings0 = toolSettings(ctx);
+      if (!settings0) return null;
+      const files = memoryFiles(settings0);
       const search = settings0.sessions ? `${files}, indexed session transcripts` : files;
       return {
         label: "Memory Search",
@@ -312,11 +319,9 @@ function register(api: OpenClawPluginApi): void {
 
   api.registerTool(
     (ctx): AgentTool | null => {
-      const cfg0 = toolConfig(ctx);
-      const agentId0 = ctx?.agentId ?? "main";
-      const settings0 = resolveOpenClawMemorySettings(cfg0, agentId0);
-      if (!settings0.enabled) return null;
-      const files = `MEMORY.md, Markdown files recursively under memory/${settings0.extraPaths.length ? ", configured extra paths" : ""}`;
+      const settings0 = toolSettings(ctx);
+      if (!settings0) return null;
+      const files = memoryFiles(settings0);
       return {
         label: "Memory Get",
         name: "memory_get",
