@@ -25,9 +25,12 @@ class FrontMatterWeights:
     boost: float  # query.tagBoost
     _seen: dict[str, float | None] = field(default_factory=dict)
     _words: frozenset[str] = frozenset()
+    _padded: str = ""  # the query's words between spaces, for an alias's phrase
 
     def __post_init__(self) -> None:
-        self._words = frozenset(w.lstrip("#") for w in _WORD.findall(self.query))
+        words = _WORD.findall(self.query)
+        self._words = frozenset(w.lstrip("#") for w in words)
+        self._padded = f" {' '.join(words)} "
 
     def __call__(self, path: str, meta: str | None) -> float | None:
         if not meta:
@@ -52,5 +55,4 @@ class FrontMatterWeights:
         return any(t in self._words for t in fm.tags)
 
     def aliased(self, fm: FileMeta) -> bool:
-        padded = f" {' '.join(_WORD.findall(self.query))} "
-        return any(f" {a} " in padded for a in fm.aliases)
+        return any(f" {a} " in self._padded for a in fm.aliases)
