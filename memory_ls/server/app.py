@@ -392,10 +392,7 @@ def build_server() -> MemoryLanguageServer:
     )
     async def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
         health = server.svc().health
-        ours = any(d.source == "memory-ls" for d in params.context.diagnostics)
-        # "Add expires:" is asked for (source actions), or may be (line 1, the front matter).
-        asked = params.context.only is not None or params.range.start.line < fixes.TOP_LINES
-        if not ours and not asked:
+        if not fixes.wanted(params):
             return []
         text = buffer_text(server, params.text_document.uri)
         caps = server.client_capabilities

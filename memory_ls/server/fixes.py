@@ -63,6 +63,14 @@ class Options:
     today: date = date.min
 
 
+def wanted(params: types.CodeActionParams) -> bool:
+    """Whether a code action request may get any of ours: a diagnostic of ours is in it, or
+    "Add expires:" is asked for (source actions) or may be (line 1, the front matter)."""
+    if any(d.source == "memory-ls" for d in params.context.diagnostics):
+        return True
+    return params.context.only is not None or params.range.start.line < TOP_LINES
+
+
 def can_create_files(caps: types.ClientCapabilities | None) -> bool:
     """Whether the client applies a ``WorkspaceEdit`` that creates a file
     (``workspace.workspaceEdit``: ``documentChanges`` and ``resourceOperations`` ``create``)."""
